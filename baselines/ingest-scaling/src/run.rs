@@ -1,0 +1,292 @@
+//! One timed run: open the store, write for the duration, report.
+
+use crate::clock::MicrosClock;
+use crate::meter::{Meter, ProgressPrinter};
+use crate::sink::file::FileSink;
+use crate::sink::lmdb::LmdbStore;
+use crate::sink::loom::LoomSink;
+use crate::sink::rocksdb::RocksdbSink;
+use crate::sink::{self, Sink};
+use crate::summary::Summary;
+use crate::{storage, STAMP_EVERY, SYNC_INTERVAL_US};
+use anyhow::{bail, ensure, Context, Result};
+use rand::{RngCore, SeedableRng};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Seed of the payload generator, so every run writes the same bytes.
+pub const PAYLOAD_SEED: u64 = 0x5eed_1009;
+
+/// The store under test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Db {
+    /// The Loom engine (single writer).
+    Loom,
+    /// LMDB through heed (single writer).
+    Lmdb,
+    /// RocksDB, one writer per thread.
+    Rocksdb,
+    /// One raw file per thread.
+    File,
+}
+
+impl Db {
+    fn multi_writer(self) -> bool {
+        matches!(self, Db::Rocksdb | Db::File)
+    }
+}
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    /// Store under test.
+    pub db: Db,
+    /// Payload bytes per record (at least 1).
+    pub data_size: usize,
+    /// Writer threads (only RocksDB and file take more than 1).
+    pub threads: usize,
+    /// How long to write.
+    pub duration: Duration,
+    /// Scratch directory, wiped before the run (see [`storage::prepare`]).
+    pub storage_dir: PathBuf,
+    /// Loom only: declare a range index on the source.
+    pub index: bool,
+    /// Keep the written data after the run instead of deleting it.
+    pub keep_data: bool,
+}
+
+impl RunConfig {
+    /// Name printed as `db=` in the summary: the store, `loom-index` with an index.
+    pub fn db_label(&self) -> &'static str {
+        match (self.db, self.index) {
+            (Db::Loom, true) => "loom-index",
+            (Db::Loom, false) => "loom",
+            (Db::Lmdb, _) => "lmdb",
+            (Db::Rocksdb, _) => "rocksdb",
+            (Db::File, _) => "file",
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        ensure!(self.data_size >= 1, "--data-size must be at least 1 byte");
+        ensure!(self.threads >= 1, "--threads must be at least 1");
+        ensure!(
+            self.threads == 1 || self.db.multi_writer(),
+            "{:?} has a single writer: --threads must be 1",
+            self.db
+        );
+        ensure!(
+            !self.index || self.db == Db::Loom,
+            "--index applies to --db loom only"
+        );
+        ensure!(!self.duration.is_zero(), "--duration-s must be at least 1");
+        Ok(())
+    }
+}
+
+/// The payload every record carries: `size` seeded random bytes.
+pub fn payload(size: usize) -> Vec<u8> {
+    let mut bytes = vec![0u8; size];
+    rand::rngs::StdRng::seed_from_u64(PAYLOAD_SEED).fill_bytes(&mut bytes);
+    bytes
+}
+
+/// Shared timing of a run's writer threads.
+#[derive(Clone, Copy)]
+struct Timing {
+    clock: MicrosClock,
+    end_us: u64,
+}
+
+/// The timed loop of one writer thread: stamp, write [`STAMP_EVERY`] records,
+/// publish at least every [`SYNC_INTERVAL_US`], stop at the end time, publish.
+fn drive<S: Sink>(
+    sink: &mut S,
+    payload: &[u8],
+    timing: Timing,
+    meter: &Meter,
+    thread: usize,
+) -> Result<()> {
+    let mut last_sync_us = timing.clock.now_us();
+    loop {
+        let now_us = timing.clock.now_us();
+        if now_us >= timing.end_us {
+            break;
+        }
+        if now_us.saturating_sub(last_sync_us) >= SYNC_INTERVAL_US {
+            sink.sync()?;
+            last_sync_us = now_us;
+        }
+        for _ in 0..STAMP_EVERY {
+            sink.write(now_us, payload)?;
+        }
+        meter.add(thread, STAMP_EVERY);
+    }
+    sink.sync()
+}
+
+/// Runs `threads` writers made by `make_sink(thread)` on scoped threads.
+fn drive_threads<S, F>(
+    threads: usize,
+    make_sink: F,
+    payload: &[u8],
+    timing: Timing,
+    meter: &Meter,
+) -> Result<()>
+where
+    S: Sink,
+    F: Fn(usize) -> Result<S> + Sync,
+{
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let make_sink = &make_sink;
+                std::thread::Builder::new()
+                    .name(format!("writer-{t}"))
+                    .spawn_scoped(scope, move || -> Result<()> {
+                        let mut sink = make_sink(t)?;
+                        drive(&mut sink, payload, timing, meter, t)
+                    })
+                    .with_context(|| format!("spawning writer thread {t}"))
+            })
+            .collect::<Result<_>>()?;
+        for (t, h) in handles.into_iter().enumerate() {
+            match h.join() {
+                Ok(r) => r.with_context(|| format!("writer thread {t}"))?,
+                Err(_) => bail!("writer thread {t} panicked"),
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Prepares the storage directory, writes for `cfg.duration`, and returns the
+/// summary. Throughput counts from the first record until every writer's final
+/// publish returned; closing the store (Loom's final persist) is timed and
+/// printed to stderr separately.
+pub fn run(cfg: &RunConfig) -> Result<Summary> {
+    cfg.validate()?;
+    let dir = &cfg.storage_dir;
+    storage::prepare(dir)?;
+    let payload = payload(cfg.data_size);
+    let meter = Arc::new(Meter::new(cfg.threads));
+    let label = format!(
+        "db={} threads={} size={}",
+        cfg.db_label(),
+        cfg.threads,
+        cfg.data_size
+    );
+    let duration_us = u64::try_from(cfg.duration.as_micros()).context("duration too long")?;
+
+    // Open the store before the clock starts; start clock + progress together.
+    let start = |meter: &Arc<Meter>| -> Result<(Timing, ProgressPrinter)> {
+        let printer =
+            ProgressPrinter::start(label.clone(), Arc::clone(meter), cfg.data_size as u64)
+                .context("starting progress printer")?;
+        let clock = MicrosClock::start();
+        Ok((
+            Timing {
+                clock,
+                end_us: duration_us,
+            },
+            printer,
+        ))
+    };
+
+    let secs = match cfg.db {
+        Db::Loom => {
+            let mut sink = LoomSink::open(&dir.join("loom"), cfg.index)?;
+            let (timing, printer) = start(&meter)?;
+            drive(&mut sink, &payload, timing, &meter, 0)?;
+            let secs = timing.clock.now_us() as f64 / 1e6;
+            drop(printer);
+            let closing = Instant::now();
+            let stats = sink.close()?;
+            eprintln!(
+                "[ingest-scaling] loom close took {:.2}s; {stats}",
+                closing.elapsed().as_secs_f64()
+            );
+            secs
+        }
+        Db::Lmdb => {
+            let lmdb_dir = dir.join("lmdb");
+            std::fs::create_dir_all(&lmdb_dir)
+                .with_context(|| format!("creating {}", lmdb_dir.display()))?;
+            let store = LmdbStore::open(&lmdb_dir)?;
+            let mut sink = store.sink()?;
+            let (timing, printer) = start(&meter)?;
+            drive(&mut sink, &payload, timing, &meter, 0)?;
+            let secs = timing.clock.now_us() as f64 / 1e6;
+            drop(printer);
+            drop(sink);
+            eprintln!(
+                "[ingest-scaling] lmdb map in use: {} MB",
+                store.used_bytes()? / 1_000_000
+            );
+            secs
+        }
+        Db::Rocksdb => {
+            let db = sink::rocksdb::open(&dir.join("rocksdb"), cfg.threads)?;
+            let (timing, printer) = start(&meter)?;
+            drive_threads(
+                cfg.threads,
+                |t| RocksdbSink::new(&db, t),
+                &payload,
+                timing,
+                &meter,
+            )?;
+            let secs = timing.clock.now_us() as f64 / 1e6;
+            drop(printer);
+            secs
+        }
+        Db::File => {
+            let (timing, printer) = start(&meter)?;
+            drive_threads(
+                cfg.threads,
+                |t| FileSink::create(dir, t),
+                &payload,
+                timing,
+                &meter,
+            )?;
+            let secs = timing.clock.now_us() as f64 / 1e6;
+            drop(printer);
+            secs
+        }
+    };
+    if !cfg.keep_data {
+        storage::clear(dir)?;
+    }
+    Ok(Summary::from_count(
+        cfg.db_label(),
+        cfg.threads,
+        cfg.data_size,
+        meter.total(),
+        secs,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payload_is_fixed() {
+        assert_eq!(payload(16), payload(16));
+        assert_eq!(payload(3).len(), 3);
+    }
+
+    #[test]
+    fn rejects_threads_for_single_writer_stores() {
+        let cfg = RunConfig {
+            db: Db::Lmdb,
+            data_size: 8,
+            threads: 2,
+            duration: Duration::from_secs(1),
+            storage_dir: PathBuf::from("/nonexistent"),
+            index: false,
+            keep_data: false,
+        };
+        assert!(run(&cfg).is_err());
+    }
+}

@@ -1,0 +1,83 @@
+//! Tuning knobs, each with a default and the reason for it.
+
+use crate::error::{Error, Result};
+
+/// How the flusher writes blocks to segment files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlushMode {
+    /// `O_DIRECT` writes: no page-cache copy, steady bandwidth. Falls back to
+    /// `Buffered` (with a logged warning) where the file system refuses it (tmpfs).
+    Direct,
+    /// Ordinary buffered writes through the page cache.
+    Buffered,
+}
+
+/// Engine configuration. Layout values (`chunk_size`, `block_size`,
+/// `segment_size`) are stored in the directory on creation; reopening an
+/// existing store uses the stored layout and ignores these three.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Bytes per chunk, header included. A chunk holds records of one source and
+    /// is the unit of indexing and of reads. Default 64 KiB: large enough that
+    /// per-chunk costs (header, checksum, summaries) vanish per record, small
+    /// enough that a query's edge chunks are cheap to scan.
+    pub chunk_size: usize,
+    /// Bytes per in-memory block; full blocks go to the flusher. Default 16 MiB:
+    /// one large sequential write per block. Multiple of 4096 and of nothing else.
+    pub block_size: usize,
+    /// Bytes per segment file. Default 1 GiB; must be a multiple of `block_size`.
+    pub segment_size: u64,
+    /// Blocks that may sit in memory waiting for the flusher before the writer
+    /// waits for disk. Default 4 (64 MiB): absorbs short disk stalls.
+    pub max_blocks_in_memory: usize,
+    /// Write mode of the flusher. Default `Direct`.
+    pub flush_mode: FlushMode,
+    /// Call `fdatasync` after each flushed block, so full blocks survive power
+    /// loss and not only a process crash. Default true.
+    pub sync_data: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            chunk_size: 64 * 1024,
+            block_size: 16 * 1024 * 1024,
+            segment_size: 1024 * 1024 * 1024,
+            max_blocks_in_memory: 4,
+            flush_mode: FlushMode::Direct,
+            sync_data: true,
+        }
+    }
+}
+
+impl Config {
+    /// Checks the relations between the values; called by `open`.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(Error::InvalidConfig(m));
+        if self.chunk_size < 256 || self.chunk_size > (1 << 30) || self.chunk_size % 8 != 0 {
+            return bad(format!(
+                "chunk_size {} must be a multiple of 8 in 256..=1 GiB",
+                self.chunk_size
+            ));
+        }
+        if self.block_size % 4096 != 0 || self.block_size < self.chunk_size {
+            return bad(format!(
+                "block_size {} must be a multiple of 4096 and at least chunk_size {}",
+                self.block_size, self.chunk_size
+            ));
+        }
+        if self.segment_size == 0 || self.segment_size % self.block_size as u64 != 0 {
+            return bad(format!(
+                "segment_size {} must be a non-zero multiple of block_size {}",
+                self.segment_size, self.block_size
+            ));
+        }
+        if self.max_blocks_in_memory < 2 {
+            return bad(format!(
+                "max_blocks_in_memory {} must be at least 2 (double buffering)",
+                self.max_blocks_in_memory
+            ));
+        }
+        Ok(())
+    }
+}

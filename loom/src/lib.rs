@@ -1,0 +1,51 @@
+//! Loom: a single-writer append-and-index store for high-frequency telemetry.
+//!
+//! One writer thread appends records `(source, timestamp_us, bytes)`; any
+//! number of reader threads answer exact questions over time windows while
+//! ingest continues:
+//!
+//! - records of one source are packed into chunks with a compact
+//!   delta-encoded header (about 2 bytes per small record);
+//! - each sealed chunk gets a directory entry (its time span: the time index)
+//!   and, when the source declares a range index, one summary per non-empty
+//!   value bin (count, sum, min, max: the range index);
+//! - chunks go into in-memory blocks; a flusher thread writes full blocks to
+//!   segment files, so the writer never waits for disk while memory lasts;
+//! - `sync` publishes a snapshot to readers without I/O; `persist` makes
+//!   everything durable; opening a directory recovers it up to the last valid
+//!   chunk.
+//!
+//! ```no_run
+//! use loom::{Config, RangeIndexSpec, SourceId};
+//! fn latency(b: &[u8]) -> u64 {
+//!     b.get(..8).map_or(0, |s| u64::from_le_bytes(s.try_into().unwrap_or([0; 8])))
+//! }
+//! # fn main() -> loom::Result<()> {
+//! let (mut w, r) = loom::open(std::path::Path::new("/tmp/store"), Config::default())?;
+//! let h = w.declare_source(SourceId(1), Some(RangeIndexSpec {
+//!     extractor: latency, min: 0, interval: 10, n_bins: 100 }))?;
+//! w.push(h, 1_000, &42u64.to_le_bytes())?;
+//! w.sync();
+//! let p = r.percentile(SourceId(1), 0, 2_000, 0.9999)?;
+//! # Ok(()) }
+//! ```
+
+mod config;
+mod error;
+mod index;
+mod log;
+mod query;
+mod reader;
+mod snapshot;
+mod source;
+mod storage;
+mod writer;
+
+pub use config::{Config, FlushMode};
+pub use error::{Error, Result};
+pub use query::percentile_rank as nearest_rank;
+pub use query::{Aggregate, CountResult, IndexMode, ScanStats};
+pub use reader::Reader;
+pub use snapshot::Snapshot;
+pub use source::{Extractor, RangeIndexSpec, RecordAddress, SourceHandle, SourceId};
+pub use writer::{open, Writer, WriterStats};

@@ -1,0 +1,5 @@
+//! The log: chunks of encoded records inside shared append-only memory.
+
+pub(crate) mod chunk;
+pub(crate) mod record;
+pub(crate) mod slab;

@@ -1,0 +1,313 @@
+//! Fixed-capacity, single-writer, many-reader append-only storage.
+//!
+//! The writer appends past the length it has published; readers hold a view
+//! (an `Arc` to the storage plus the length published when the view was made)
+//! and only read below that length. Both never touch the same bytes, so no
+//! lock is needed. Publication to other threads happens through the snapshot
+//! swap (release/acquire), which orders the writes before the reads.
+
+use std::alloc::{self, Layout};
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+/// Raw storage for `cap` values of `T`, zero-initialised, with a chosen
+/// alignment (4096 for blocks so they can be written with `O_DIRECT`).
+struct Storage<T: Copy> {
+    ptr: NonNull<T>,
+    cap: usize,
+    layout: Layout,
+    _owns: PhantomData<T>,
+}
+
+// SAFETY: the storage is plain memory of `Copy` values; access discipline
+// (writer beyond the published length, readers below it) is enforced by
+// `SlabWriter`/`SlabView`.
+unsafe impl<T: Copy + Send> Send for Storage<T> {}
+unsafe impl<T: Copy + Sync> Sync for Storage<T> {}
+
+impl<T: Copy> Storage<T> {
+    fn new(cap: usize, align: usize) -> Self {
+        let size = (cap * std::mem::size_of::<T>()).max(1);
+        let align = align.max(std::mem::align_of::<T>());
+        let layout = match Layout::from_size_align(size, align) {
+            Ok(l) => l,
+            Err(_) => panic!("slab layout of {size} bytes aligned {align} is invalid"),
+        };
+        // SAFETY: layout has non-zero size. Zeroed memory is a valid value for
+        // the plain-old-data types stored here (bytes and index entries).
+        let raw = unsafe { alloc::alloc_zeroed(layout) };
+        let ptr = match NonNull::new(raw as *mut T) {
+            Some(p) => p,
+            None => alloc::handle_alloc_error(layout),
+        };
+        Storage {
+            ptr,
+            cap,
+            layout,
+            _owns: PhantomData,
+        }
+    }
+}
+
+impl<T: Copy> Drop for Storage<T> {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { alloc::dealloc(self.ptr.as_ptr() as *mut u8, self.layout) }
+    }
+}
+
+/// The single writer of a slab. Not `Clone`: there is exactly one.
+pub(crate) struct SlabWriter<T: Copy> {
+    storage: Arc<Storage<T>>,
+    len: usize,
+    align: usize,
+}
+
+/// A reader's view of a slab's published prefix.
+pub(crate) struct SlabView<T: Copy> {
+    storage: Arc<Storage<T>>,
+    len: usize,
+}
+
+impl<T: Copy> Clone for SlabView<T> {
+    fn clone(&self) -> Self {
+        SlabView {
+            storage: Arc::clone(&self.storage),
+            len: self.len,
+        }
+    }
+}
+
+impl<T: Copy> SlabWriter<T> {
+    /// A new, empty slab able to hold `cap` values.
+    pub(crate) fn new(cap: usize, align: usize) -> Self {
+        SlabWriter {
+            storage: Arc::new(Storage::new(cap, align)),
+            len: 0,
+            align,
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn capacity(&self) -> usize {
+        self.storage.cap
+    }
+
+    pub(crate) fn remaining(&self) -> usize {
+        self.storage.cap - self.len
+    }
+
+    /// The written prefix, for the writer's own reads.
+    pub(crate) fn written(&self) -> &[T] {
+        // SAFETY: `[0, len)` was initialised by the writer and is never
+        // written again while views may exist.
+        unsafe { std::slice::from_raw_parts(self.storage.ptr.as_ptr(), self.len) }
+    }
+
+    /// The unwritten tail `[len, cap)`, for the writer to fill before `advance`.
+    pub(crate) fn spare_mut(&mut self) -> &mut [T] {
+        // SAFETY: no view covers indices >= len (views are made from `len`),
+        // and `&mut self` makes this the only live mutable borrow.
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                self.storage.ptr.as_ptr().add(self.len),
+                self.storage.cap - self.len,
+            )
+        }
+    }
+
+    /// Marks `n` more values of the spare tail as written.
+    pub(crate) fn advance(&mut self, n: usize) {
+        debug_assert!(n <= self.remaining());
+        self.len = (self.len + n).min(self.storage.cap);
+    }
+
+    /// Appends one value; returns false when full.
+    pub(crate) fn push(&mut self, value: T) -> bool {
+        if self.len == self.storage.cap {
+            return false;
+        }
+        self.spare_mut()[0] = value;
+        self.len += 1;
+        true
+    }
+
+    /// A view of everything written so far.
+    pub(crate) fn view(&self) -> SlabView<T> {
+        SlabView {
+            storage: Arc::clone(&self.storage),
+            len: self.len,
+        }
+    }
+
+    /// A view covering `[0, to)`, past what was written, for a flush that
+    /// pads to an I/O boundary.
+    ///
+    /// # Safety
+    /// The caller must not write `[len, to)` while the returned view is alive.
+    pub(crate) unsafe fn padded_view(&self, to: usize) -> SlabView<T> {
+        SlabView {
+            storage: Arc::clone(&self.storage),
+            len: to.min(self.storage.cap),
+        }
+    }
+
+    /// Empties the slab. The memory is reused when no view holds it any more;
+    /// otherwise fresh memory is allocated and the old one lives on for the
+    /// readers that still hold views.
+    pub(crate) fn reset(&mut self) {
+        if Arc::get_mut(&mut self.storage).is_none() {
+            self.storage = Arc::new(Storage::new(self.storage.cap, self.align));
+        }
+        self.len = 0;
+    }
+}
+
+impl<T: Copy> SlabView<T> {
+    pub(crate) fn as_slice(&self) -> &[T] {
+        // SAFETY: `[0, len)` was fully written before this view was made and is
+        // never written again while the view's `Arc` is alive (`reset`
+        // reallocates unless the writer holds the only reference).
+        unsafe { std::slice::from_raw_parts(self.storage.ptr.as_ptr(), self.len) }
+    }
+}
+
+/// An unbounded append-only vector built from fixed-size slabs; full slabs
+/// are shared with readers as they are, so publishing costs O(1) per slab.
+pub(crate) struct AppendVec<T: Copy> {
+    full: Arc<Vec<SlabView<T>>>,
+    current: SlabWriter<T>,
+    page: usize,
+    total: usize,
+}
+
+/// A reader's view of an `AppendVec` prefix.
+#[derive(Clone)]
+pub(crate) struct AppendView<T: Copy> {
+    full: Arc<Vec<SlabView<T>>>,
+    current: SlabView<T>,
+    page: usize,
+    len: usize,
+}
+
+impl<T: Copy> AppendVec<T> {
+    pub(crate) fn new(page: usize) -> Self {
+        AppendVec {
+            full: Arc::new(Vec::new()),
+            current: SlabWriter::new(page, 1),
+            page,
+            total: 0,
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.total
+    }
+
+    pub(crate) fn push(&mut self, value: T) {
+        if !self.current.push(value) {
+            let done = std::mem::replace(&mut self.current, SlabWriter::new(self.page, 1));
+            Arc::make_mut(&mut self.full).push(done.view());
+            self.current.push(value);
+        }
+        self.total += 1;
+    }
+
+    #[cfg(test)]
+    pub(crate) fn get(&self, i: usize) -> Option<T> {
+        let (p, o) = (i / self.page, i % self.page);
+        if p < self.full.len() {
+            self.full[p].as_slice().get(o).copied()
+        } else if p == self.full.len() {
+            self.current.written().get(o).copied()
+        } else {
+            None
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn last(&self) -> Option<T> {
+        self.total.checked_sub(1).and_then(|i| self.get(i))
+    }
+
+    pub(crate) fn view(&self) -> AppendView<T> {
+        AppendView {
+            full: Arc::clone(&self.full),
+            current: self.current.view(),
+            page: self.page,
+            len: self.total,
+        }
+    }
+}
+
+impl<T: Copy> AppendView<T> {
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn get(&self, i: usize) -> Option<T> {
+        if i >= self.len {
+            return None;
+        }
+        let (p, o) = (i / self.page, i % self.page);
+        if p < self.full.len() {
+            self.full[p].as_slice().get(o).copied()
+        } else {
+            self.current.as_slice().get(o).copied()
+        }
+    }
+
+    /// First index `i` in `[0, len)` for which `pred` is false, assuming
+    /// `pred` is true on a prefix and false after it.
+    pub(crate) fn partition_point(&self, mut pred: impl FnMut(&T) -> bool) -> usize {
+        let (mut lo, mut hi) = (0usize, self.len);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.get(mid) {
+                Some(v) if pred(&v) => lo = mid + 1,
+                _ => hi = mid,
+            }
+        }
+        lo
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn views_keep_their_prefix_across_reset() {
+        let mut w: SlabWriter<u8> = SlabWriter::new(16, 4096);
+        w.spare_mut()[..3].copy_from_slice(b"abc");
+        w.advance(3);
+        let v = w.view();
+        w.reset();
+        w.spare_mut()[..3].copy_from_slice(b"xyz");
+        w.advance(3);
+        assert_eq!(v.as_slice(), b"abc");
+        assert_eq!(w.written(), b"xyz");
+    }
+
+    #[test]
+    fn append_vec_spans_pages() {
+        let mut a = AppendVec::new(4);
+        for i in 0..10u64 {
+            a.push(i);
+        }
+        let v = a.view();
+        a.push(10);
+        assert_eq!(v.len(), 10);
+        assert_eq!(
+            (0..10).map(|i| v.get(i).unwrap_or(99)).collect::<Vec<_>>(),
+            (0..10).collect::<Vec<_>>()
+        );
+        assert_eq!(v.partition_point(|x| *x < 7), 7);
+        assert_eq!(a.get(10), Some(10));
+        assert_eq!(a.last(), Some(10));
+    }
+}

@@ -1,0 +1,100 @@
+//! Reader handles: cheap to clone, usable from any thread.
+
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::query::{Aggregate, CountResult, IndexMode, ScanStats};
+use crate::snapshot::Snapshot;
+use crate::source::{Extractor, RecordAddress, SourceId};
+use crate::writer::Shared;
+
+/// A handle for queries. Each call works on the newest synced snapshot; use
+/// `snapshot()` to run several queries on the same records.
+#[derive(Clone)]
+pub struct Reader {
+    shared: Arc<Shared>,
+}
+
+impl Reader {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        Reader { shared }
+    }
+
+    /// The newest synced snapshot.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.shared.snapshot.load_full()
+    }
+
+    /// See [`Snapshot::aggregate`].
+    pub fn aggregate(&self, id: SourceId, t0: u64, t1: u64) -> Result<Aggregate> {
+        self.snapshot().aggregate(id, t0, t1)
+    }
+
+    /// See [`Snapshot::aggregate_raw`].
+    pub fn aggregate_raw(
+        &self,
+        id: SourceId,
+        t0: u64,
+        t1: u64,
+        extractor: Extractor,
+    ) -> Result<Aggregate> {
+        self.snapshot().aggregate_raw(id, t0, t1, extractor)
+    }
+
+    /// See [`Snapshot::percentile`].
+    pub fn percentile(&self, id: SourceId, t0: u64, t1: u64, q: f64) -> Result<Option<u64>> {
+        self.snapshot().percentile(id, t0, t1, q)
+    }
+
+    /// See [`Snapshot::range_scan`].
+    pub fn range_scan(
+        &self,
+        id: SourceId,
+        t0: u64,
+        t1: u64,
+        lo: u64,
+        hi: u64,
+        f: impl FnMut(u64, u64, &[u8]),
+    ) -> Result<ScanStats> {
+        self.snapshot().range_scan(id, t0, t1, lo, hi, f)
+    }
+
+    /// See [`Snapshot::scan`].
+    pub fn scan(
+        &self,
+        id: SourceId,
+        t0: u64,
+        t1: u64,
+        f: impl FnMut(u64, &[u8]),
+    ) -> Result<ScanStats> {
+        self.snapshot().scan(id, t0, t1, f)
+    }
+
+    /// See [`Snapshot::count_matching`].
+    pub fn count_matching(
+        &self,
+        id: SourceId,
+        t0: u64,
+        t1: u64,
+        lo: u64,
+        hi: u64,
+        mode: IndexMode,
+    ) -> Result<CountResult> {
+        self.snapshot().count_matching(id, t0, t1, lo, hi, mode)
+    }
+
+    /// See [`Snapshot::get`].
+    pub fn get(&self, addr: RecordAddress) -> Result<Option<(u64, Vec<u8>)>> {
+        self.snapshot().get(addr)
+    }
+
+    /// Timestamp of the source's newest synced record.
+    pub fn latest_timestamp(&self, id: SourceId) -> Option<u64> {
+        self.snapshot().latest_timestamp(id)
+    }
+
+    /// Ids of every source, sorted.
+    pub fn sources(&self) -> Vec<SourceId> {
+        self.snapshot().sources()
+    }
+}

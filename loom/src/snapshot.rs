@@ -1,0 +1,191 @@
+//! A consistent, immutable view of the store as of one `sync`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::index::bins::Bins;
+use crate::index::directory::DirectoryView;
+use crate::log::chunk::{ChunkHeader, HEADER_LEN};
+use crate::log::record::RecordIter;
+use crate::log::slab::SlabView;
+use crate::source::{RangeIndexSpec, SourceId};
+use crate::storage::segments::SegmentFiles;
+
+/// A declared range index with its precomputed bin mapping.
+pub(crate) struct IndexState {
+    pub spec: RangeIndexSpec,
+    pub bins: Bins,
+}
+
+impl IndexState {
+    pub(crate) fn new(spec: RangeIndexSpec) -> Self {
+        IndexState {
+            bins: Bins::new(&spec),
+            spec,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn value(&self, bytes: &[u8]) -> u64 {
+        (self.spec.extractor)(bytes)
+    }
+}
+
+/// What readers see of one source.
+#[derive(Clone)]
+pub(crate) struct SourceView {
+    pub id: SourceId,
+    pub index: Option<Arc<IndexState>>,
+    pub dir: DirectoryView,
+    /// Records pushed but not yet sealed into a chunk.
+    pub tail: SlabView<u8>,
+    pub tail_first_ts: u64,
+    pub tail_count: u32,
+    /// Address of the newest sealed chunk, `NO_CHUNK` if none.
+    pub newest_chunk: u64,
+    pub records: u64,
+    pub last_ts: u64,
+}
+
+/// The store as of one `sync`: every query on it sees the same records.
+/// Cheap to hold: it shares memory with the writer.
+pub struct Snapshot {
+    pub(crate) ids: Arc<HashMap<SourceId, usize>>,
+    pub(crate) sources: Vec<SourceView>,
+    /// In-memory blocks by base address, oldest first.
+    pub(crate) blocks: Vec<(u64, SlabView<u8>)>,
+    pub(crate) files: Arc<SegmentFiles>,
+    pub(crate) chunk_size: usize,
+}
+
+/// A chunk's bytes, borrowed from memory or read from disk.
+pub(crate) enum ChunkBytes<'a> {
+    Memory(&'a [u8]),
+    Disk(Vec<u8>),
+}
+
+impl ChunkBytes<'_> {
+    pub(crate) fn bytes(&self) -> &[u8] {
+        match self {
+            ChunkBytes::Memory(b) => b,
+            ChunkBytes::Disk(v) => v,
+        }
+    }
+}
+
+impl Snapshot {
+    pub(crate) fn view(&self, id: SourceId) -> Result<&SourceView> {
+        self.ids
+            .get(&id)
+            .and_then(|&i| self.sources.get(i))
+            .ok_or(Error::UnknownSource(id))
+    }
+
+    pub(crate) fn index_of<'a>(&self, sv: &'a SourceView) -> Result<&'a IndexState> {
+        sv.index.as_deref().ok_or(Error::NoRangeIndex(sv.id))
+    }
+
+    /// Ids of every source in the store, sorted.
+    pub fn sources(&self) -> Vec<SourceId> {
+        let mut ids: Vec<SourceId> = self.sources.iter().map(|s| s.id).collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// Timestamp of the source's newest record, `None` for an empty or unknown source.
+    pub fn latest_timestamp(&self, id: SourceId) -> Option<u64> {
+        self.view(id)
+            .ok()
+            .filter(|s| s.records > 0)
+            .map(|s| s.last_ts)
+    }
+
+    /// Number of records of a source visible in this snapshot.
+    pub fn record_count(&self, id: SourceId) -> u64 {
+        self.view(id).map(|s| s.records).unwrap_or(0)
+    }
+
+    /// Reads the chunk at `addr` with its header, from memory when its block
+    /// is still there, else from its segment file (checksum verified).
+    pub(crate) fn chunk(&self, addr: u64) -> Result<(ChunkHeader, ChunkBytes<'_>)> {
+        for (base, block) in &self.blocks {
+            let bytes = block.as_slice();
+            if addr >= *base && addr < base + bytes.len() as u64 {
+                let at = &bytes[(addr - base) as usize..];
+                let header = match ChunkHeader::read(at) {
+                    Ok(Some(h)) => h,
+                    Ok(None) => return Err(Error::corrupted(addr, "no chunk at this address")),
+                    Err(reason) => return Err(Error::corrupted(addr, reason)),
+                };
+                let len = header.len as usize;
+                if len < HEADER_LEN || len > at.len() {
+                    return Err(Error::corrupted(
+                        addr,
+                        format!("chunk length {len} out of bounds"),
+                    ));
+                }
+                return Ok((header, ChunkBytes::Memory(&at[..len])));
+            }
+        }
+        let mut buf = vec![0u8; self.chunk_size];
+        let n = self.files.read_at(addr, &mut buf)?;
+        buf.truncate(n);
+        let header = match ChunkHeader::read(&buf) {
+            Ok(Some(h)) => h,
+            Ok(None) => return Err(Error::corrupted(addr, "no chunk at this address on disk")),
+            Err(reason) => return Err(Error::corrupted(addr, reason)),
+        };
+        header
+            .verify(&buf, self.chunk_size)
+            .map_err(|reason| Error::corrupted(addr, reason))?;
+        buf.truncate(header.len as usize);
+        Ok((header, ChunkBytes::Disk(buf)))
+    }
+
+    /// Calls `f(ts, bytes)` for every record of the chunk at `addr` whose
+    /// timestamp is in `[t0, t1]`; returns the chunk's header.
+    pub(crate) fn each_in_chunk(
+        &self,
+        addr: u64,
+        t0: u64,
+        t1: u64,
+        mut f: impl FnMut(u64, &[u8]),
+    ) -> Result<ChunkHeader> {
+        let (header, data) = self.chunk(addr)?;
+        let payload = &data.bytes()[HEADER_LEN..];
+        for rec in RecordIter::new(payload, header.first_ts, header.count) {
+            let (ts, bytes) = rec.map_err(|r| Error::corrupted(addr, r))?;
+            if ts > t1 {
+                break;
+            }
+            if ts >= t0 {
+                f(ts, bytes);
+            }
+        }
+        Ok(header)
+    }
+
+    /// Same as `each_in_chunk` for the source's unsealed tail.
+    pub(crate) fn each_in_tail(
+        &self,
+        sv: &SourceView,
+        t0: u64,
+        t1: u64,
+        mut f: impl FnMut(u64, &[u8]),
+    ) -> Result<()> {
+        if sv.tail_count == 0 || sv.last_ts < t0 || sv.tail_first_ts > t1 {
+            return Ok(());
+        }
+        for rec in RecordIter::new(sv.tail.as_slice(), sv.tail_first_ts, sv.tail_count) {
+            let (ts, bytes) = rec.map_err(|r| Error::corrupted(u64::MAX, r))?;
+            if ts > t1 {
+                break;
+            }
+            if ts >= t0 {
+                f(ts, bytes);
+            }
+        }
+        Ok(())
+    }
+}

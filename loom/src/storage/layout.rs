@@ -1,0 +1,109 @@
+//! The on-disk layout: a metadata file and numbered segment files.
+//!
+//! The log is one address space of bytes. Segment file `k` holds addresses
+//! `[k * segment_size, (k + 1) * segment_size)`; blocks never straddle
+//! segments. `loom.meta` records the sizes so a store is always reopened with
+//! the layout it was written with.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+
+const META_FILE: &str = "loom.meta";
+const META_HEADER: &str = "loom-store v1";
+
+/// Sizes that fix where bytes live on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Layout {
+    pub chunk_size: usize,
+    pub block_size: usize,
+    pub segment_size: u64,
+}
+
+impl Layout {
+    pub(crate) fn from_config(c: &Config) -> Self {
+        Layout {
+            chunk_size: c.chunk_size,
+            block_size: c.block_size,
+            segment_size: c.segment_size,
+        }
+    }
+
+    /// Segment index and offset inside it of a log address.
+    pub(crate) fn locate(&self, addr: u64) -> (u64, u64) {
+        (addr / self.segment_size, addr % self.segment_size)
+    }
+
+    pub(crate) fn segment_path(dir: &Path, index: u64) -> PathBuf {
+        dir.join(format!("segment-{index:08}.log"))
+    }
+
+    /// Reads the layout stored in `dir`, or stores `wanted` if there is none.
+    pub(crate) fn load_or_store(dir: &Path, wanted: Layout) -> Result<Layout> {
+        let path = dir.join(META_FILE);
+        match fs::read_to_string(&path) {
+            Ok(text) => {
+                let stored = Self::parse(&text).map_err(|reason| Error::Corrupted {
+                    address: 0,
+                    reason: format!("{}: {reason}", path.display()),
+                })?;
+                if stored != wanted {
+                    log::info!(
+                        "{}: using the stored layout {stored:?} instead of the configured {wanted:?}",
+                        dir.display()
+                    );
+                }
+                Ok(stored)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let text = format!(
+                    "{META_HEADER}\nchunk_size={}\nblock_size={}\nsegment_size={}\n",
+                    wanted.chunk_size, wanted.block_size, wanted.segment_size
+                );
+                let tmp = dir.join("loom.meta.tmp");
+                fs::write(&tmp, text).map_err(|e| Error::io(&tmp, e))?;
+                fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
+                Ok(wanted)
+            }
+            Err(e) => Err(Error::io(&path, e)),
+        }
+    }
+
+    fn parse(text: &str) -> std::result::Result<Layout, String> {
+        let mut lines = text.lines();
+        if lines.next() != Some(META_HEADER) {
+            return Err(format!("first line is not '{META_HEADER}'"));
+        }
+        let (mut chunk, mut block, mut segment) = (None, None, None);
+        for line in lines {
+            let (k, v) = line
+                .split_once('=')
+                .ok_or_else(|| format!("line '{line}' is not key=value"))?;
+            let n: u64 = v
+                .trim()
+                .parse()
+                .map_err(|_| format!("value of {k} is not a number: '{v}'"))?;
+            match k.trim() {
+                "chunk_size" => chunk = Some(n as usize),
+                "block_size" => block = Some(n as usize),
+                "segment_size" => segment = Some(n),
+                other => return Err(format!("unknown key '{other}'")),
+            }
+        }
+        let layout = Layout {
+            chunk_size: chunk.ok_or("chunk_size missing")?,
+            block_size: block.ok_or("block_size missing")?,
+            segment_size: segment.ok_or("segment_size missing")?,
+        };
+        let c = Config {
+            chunk_size: layout.chunk_size,
+            block_size: layout.block_size,
+            segment_size: layout.segment_size,
+            ..Config::default()
+        };
+        c.validate().map_err(|e| e.to_string())?;
+        Ok(layout)
+    }
+}

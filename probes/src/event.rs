@@ -1,0 +1,107 @@
+//! Events as the kernel writes them into the ring buffers (layouts mirror
+//! `src/bpf/events.h`) and their safe decoding.
+
+use std::mem::size_of;
+
+/// One finished system call. Times are CLOCK_MONOTONIC nanoseconds.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SyscallEvent {
+    /// Process id (tgid).
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Syscall number (x86_64 numbering: 17 = `pread64`).
+    pub nr: u32,
+    _pad: u32,
+    /// Entry time, ns (CLOCK_MONOTONIC).
+    pub start_ns: u64,
+    /// Time from entry to exit, ns.
+    pub duration_ns: u64,
+}
+
+/// One folio inserted into the page cache. Times are CLOCK_MONOTONIC nanoseconds.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PageCacheEvent {
+    /// Process id (tgid) that caused the insertion.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Time of the insertion, ns (CLOCK_MONOTONIC).
+    pub time_ns: u64,
+    /// Page frame number of the first page.
+    pub pfn: u64,
+    /// Inode number of the file.
+    pub inode: u64,
+    /// Index of the first page within the file.
+    pub index: u64,
+    /// Kernel `dev_t` of the file system (`major << 20 | minor`), see [`PageCacheEvent::device_major_minor`].
+    pub device: u32,
+    /// Folio order: the insertion covers `1 << order` pages.
+    pub order: u32,
+}
+
+impl PageCacheEvent {
+    /// The device as (major, minor), comparable with `libc::major/minor` of `st_dev`.
+    pub fn device_major_minor(&self) -> (u32, u32) {
+        (self.device >> 20, self.device & 0xf_ffff)
+    }
+}
+
+/// An event from any probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeEvent {
+    /// From the syscall-latency probe.
+    Syscall(SyscallEvent),
+    /// From the page-cache probe.
+    PageCache(PageCacheEvent),
+}
+
+/// Plain-old-data event structs that can be read from ring-buffer bytes.
+pub(crate) trait RawEvent: Copy {
+    /// Reads one event from the start of `bytes`, or `None` if it is too short.
+    fn read(bytes: &[u8]) -> Option<Self> {
+        if bytes.len() < size_of::<Self>() {
+            return None;
+        }
+        // SAFETY: the length was checked, `Self` is a #[repr(C)] struct of
+        // integers (every bit pattern is valid), and read_unaligned copes with
+        // the ring buffer's 8-byte alignment being weaker than required.
+        Some(unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<Self>()) })
+    }
+}
+
+impl RawEvent for SyscallEvent {}
+impl RawEvent for PageCacheEvent {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_match_the_c_header() {
+        assert_eq!(size_of::<SyscallEvent>(), 32);
+        assert_eq!(size_of::<PageCacheEvent>(), 48);
+    }
+
+    #[test]
+    fn short_input_is_rejected() {
+        assert!(SyscallEvent::read(&[0u8; 31]).is_none());
+        let mut b = vec![0u8; 32];
+        b[0] = 7;
+        b[8] = 17;
+        b[24] = 5;
+        let e = SyscallEvent::read(&b).expect("long enough");
+        assert_eq!((e.pid, e.nr, e.duration_ns), (7, 17, 5));
+    }
+
+    #[test]
+    fn device_split() {
+        let e = PageCacheEvent {
+            device: (254 << 20) | 3,
+            ..Default::default()
+        };
+        assert_eq!(e.device_major_minor(), (254, 3));
+    }
+}

@@ -1,0 +1,139 @@
+//! Per-source statistics of a recording (what `data-stats` prints).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use telemetry::{Batch, RecordingError, RecordingHeader, RecordingReader, SourceId};
+
+/// Nearest-rank percentile of sorted `values` for `q` in `[0, 1]`: the value
+/// at 1-based rank `ceil(q * n)` (rank at least 1). `None` when empty.
+pub fn percentile_nearest_rank(sorted: &[u64], q: f64) -> Option<u64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let n = sorted.len();
+    let rank = (q.clamp(0.0, 1.0) * n as f64).ceil() as usize;
+    Some(sorted[rank.clamp(1, n) - 1])
+}
+
+/// Statistics of one source.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceStats {
+    /// Source id.
+    pub id: SourceId,
+    /// Tag such as `kv/read` (or the id in hex when unknown).
+    pub name: String,
+    /// Records of the source.
+    pub count: u64,
+    /// Records per second of arrival time.
+    pub rate_per_s: f64,
+    /// Index value percentiles: p50, p99, p99.99 and max.
+    pub p50: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// 99.99th percentile.
+    pub p9999: u64,
+    /// Largest value.
+    pub max: u64,
+}
+
+/// Statistics of a whole recording.
+#[derive(Debug, Clone)]
+pub struct RecordingStats {
+    /// The file's header.
+    pub header: RecordingHeader,
+    /// Batches in the file.
+    pub batches: u64,
+    /// Records in the file.
+    pub records: u64,
+    /// Arrival time of the first and last batch, µs.
+    pub first_arrival_us: u64,
+    /// Arrival time of the last batch, µs.
+    pub last_arrival_us: u64,
+    /// Per source, sorted by name.
+    pub sources: Vec<SourceStats>,
+}
+
+/// Collects values per source over batches.
+#[derive(Default)]
+pub struct StatsBuilder {
+    values: BTreeMap<SourceId, Vec<u64>>,
+    batches: u64,
+    records: u64,
+    first: Option<u64>,
+    last: u64,
+}
+
+impl StatsBuilder {
+    /// Adds one batch.
+    pub fn add(&mut self, b: &Batch) {
+        self.batches += 1;
+        self.records += b.records.len() as u64;
+        self.first.get_or_insert(b.arrival_us);
+        self.last = self.last.max(b.arrival_us);
+        for r in &b.records {
+            self.values.entry(r.source_id()).or_default().push(r.index_value());
+        }
+    }
+
+    /// Finishes the statistics.
+    pub fn finish(self, header: RecordingHeader) -> RecordingStats {
+        let first = self.first.unwrap_or(0);
+        let span_s = ((self.last - first) as f64 / 1e6).max(1e-6);
+        let mut sources: Vec<SourceStats> = self
+            .values
+            .into_iter()
+            .map(|(id, mut v)| {
+                v.sort_unstable();
+                let p = |q| percentile_nearest_rank(&v, q).unwrap_or(0);
+                SourceStats {
+                    id,
+                    name: telemetry::source::describe(id).unwrap_or_else(|| format!("{id:#018x}")),
+                    count: v.len() as u64,
+                    rate_per_s: v.len() as f64 / span_s,
+                    p50: p(0.5),
+                    p99: p(0.99),
+                    p9999: p(0.9999),
+                    max: v.last().copied().unwrap_or(0),
+                }
+            })
+            .collect();
+        sources.sort_by(|a, b| a.name.cmp(&b.name));
+        RecordingStats {
+            header,
+            batches: self.batches,
+            records: self.records,
+            first_arrival_us: first,
+            last_arrival_us: self.last,
+            sources,
+        }
+    }
+}
+
+/// Reads a whole recording and computes its statistics.
+pub fn stats_of_file(path: &Path) -> Result<RecordingStats, RecordingError> {
+    let mut reader = RecordingReader::open(path)?;
+    let header = reader.header().clone();
+    let mut b = StatsBuilder::default();
+    let mut batch = Batch::default();
+    while reader.read_into(&mut batch)? {
+        b.add(&batch);
+    }
+    Ok(b.finish(header))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank() {
+        let v: Vec<u64> = (1..=100).collect();
+        assert_eq!(percentile_nearest_rank(&v, 0.5), Some(50));
+        assert_eq!(percentile_nearest_rank(&v, 0.99), Some(99));
+        assert_eq!(percentile_nearest_rank(&v, 0.9999), Some(100));
+        assert_eq!(percentile_nearest_rank(&v, 0.0), Some(1));
+        assert_eq!(percentile_nearest_rank(&[], 0.5), None);
+        assert_eq!(percentile_nearest_rank(&[7], 0.9999), Some(7));
+    }
+}

@@ -1,0 +1,32 @@
+//! Telemetry records shared by every Loom app: record kinds and their compact
+//! encodings, stable source ids, batches, the TCP wire frame format and the
+//! recording file format.
+//!
+//! - [`record`]: KV op (24 B), syscall (28 B), page cache (44 B) and packet
+//!   (48 B) records; fixed little-endian encodings that are stored as-is in the
+//!   engine; index-value extractors `fn(&[u8]) -> u64` (never panic, 0 on short
+//!   input).
+//! - [`source`]: source id = FNV-1a 64 of a tag such as `kv/read` or `syscall/17`.
+//! - [`batch`]: a batch is an arrival time (µs) plus records; its payload is the
+//!   records back to back, each a kind tag byte then its encoding.
+//! - [`wire`]: TCP framing (`LMTF` magic, version, record count, payload length,
+//!   arrival time, CRC32C); every frame is validated and bounded.
+//! - [`recording`]: recording files (`LOOMREC\0` header naming workload, phase
+//!   and whether synthetic; zstd-compressed batch blocks with CRC32C).
+//!
+//! Every decoder of outside bytes returns a typed error and never panics; fuzz
+//! targets live in `telemetry/fuzz/`.
+
+pub mod batch;
+mod error;
+pub mod record;
+pub mod recording;
+pub mod source;
+pub mod wire;
+
+pub use batch::Batch;
+pub use error::{DecodeError, RecordingError, WireError};
+pub use record::{Kind, KvOp, KvOpKind, Packet, PageCache, Record, Syscall};
+pub use recording::{RecordingHeader, RecordingReader, RecordingWriter};
+pub use source::SourceId;
+pub use wire::{FrameReader, FrameWriter};
