@@ -1,0 +1,258 @@
+//! Bad input gets a clear error and loses nothing: out-of-order timestamps,
+//! oversized records, bad handles, and flipped or truncated bytes in segment
+//! files.
+
+mod common;
+
+use std::fs::OpenOptions;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use common::{record, small_config, spec, Model};
+use loom::{Error, SourceId};
+
+const BLOCK: u64 = 8192;
+const SEGMENT: u64 = 8192 * 4;
+
+fn fill(dir: &Path, n: u64) -> Result<Model, Box<dyn std::error::Error>> {
+    let (mut w, _r) = loom::open(dir, small_config())?;
+    let hs = [
+        w.declare_source(SourceId(1), Some(spec()))?,
+        w.declare_source(SourceId(2), Some(spec()))?,
+    ];
+    let mut model = Model::default();
+    for i in 0..n {
+        let s = (i % 3 == 0) as usize;
+        let b = record(i * 7919 % 1500, (i % 11) as usize);
+        w.push(hs[s], i, &b)?;
+        model.records.push((SourceId(1 + s as u64), i, b));
+    }
+    w.close()?;
+    Ok(model)
+}
+
+/// (end address, records) of every chunk on disk, in log order, read with
+/// the documented chunk header layout.
+fn chunks_on_disk(dir: &Path) -> Result<Vec<(u64, u64, u64)>, Box<dyn std::error::Error>> {
+    let mut out = Vec::new();
+    for seg in 0.. {
+        let path = dir.join(format!("segment-{seg:08}.log"));
+        let Ok(bytes) = std::fs::read(&path) else {
+            break;
+        };
+        let mut block = 0usize;
+        while block < bytes.len() {
+            let mut o = block;
+            while o + 48 <= bytes.len() && o < block + BLOCK as usize {
+                let magic = u32::from_le_bytes(bytes[o..o + 4].try_into()?);
+                if magic == 0 {
+                    break;
+                }
+                let len = u32::from_le_bytes(bytes[o + 4..o + 8].try_into()?) as usize;
+                let count = u32::from_le_bytes(bytes[o + 40..o + 44].try_into()?) as u64;
+                let addr = seg * SEGMENT + o as u64;
+                out.push((addr, addr + len as u64, count));
+                o += (len + 7) & !7;
+            }
+            block += BLOCK as usize;
+        }
+    }
+    Ok(out)
+}
+
+fn recovered(
+    dir: &Path,
+) -> Result<(Option<String>, Vec<(SourceId, u64, Vec<u8>)>), Box<dyn std::error::Error>> {
+    let (mut w, r) = loom::open(dir, small_config())?;
+    let note = w.dropped_tail().map(str::to_string);
+    let mut got = Vec::new();
+    for id in [SourceId(1), SourceId(2)] {
+        w.declare_source(id, Some(spec()))?;
+        r.scan(id, 0, u64::MAX, |t, b| got.push((id, t, b.to_vec())))?;
+    }
+    w.close()?;
+    Ok((note, got))
+}
+
+fn assert_prefix(model: &Model, got: &[(SourceId, u64, Vec<u8>)], at_least: u64) {
+    for id in [SourceId(1), SourceId(2)] {
+        let want: Vec<_> = model
+            .records
+            .iter()
+            .filter(|r| r.0 == id)
+            .cloned()
+            .collect();
+        let have: Vec<_> = got.iter().filter(|r| r.0 == id).cloned().collect();
+        assert!(have.len() <= want.len());
+        assert_eq!(
+            have[..],
+            want[..have.len()],
+            "source {id} is not an exact prefix"
+        );
+    }
+    assert!(
+        got.len() as u64 >= at_least,
+        "kept {} records, expected at least {at_least}",
+        got.len()
+    );
+}
+
+#[test]
+fn out_of_order_oversized_and_unknown_are_errors() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let (mut w, r) = loom::open(dir.path(), small_config())?;
+    let h = w.declare_source(SourceId(5), Some(spec()))?;
+    w.push(h, 100, &record(1, 0))?;
+    let e = w.push(h, 99, &record(2, 0));
+    assert!(
+        matches!(
+            e,
+            Err(Error::OutOfOrder {
+                timestamp_us: 99,
+                newest_us: 100,
+                ..
+            })
+        ),
+        "{e:?}"
+    );
+    w.push(h, 100, &record(3, 0))?;
+    let big = vec![0u8; w.max_record_size() + 1];
+    let e = w.push(h, 101, &big);
+    assert!(matches!(e, Err(Error::RecordTooLarge { .. })), "{e:?}");
+    assert!(e.is_err_and(|e| e.to_string().contains("exceeds the maximum")));
+    w.push(h, 101, &vec![1u8; w.max_record_size()])?;
+    w.sync();
+    assert_eq!(r.aggregate(SourceId(5), 0, u64::MAX)?.count, 3);
+    assert!(matches!(
+        r.aggregate(SourceId(6), 0, 10),
+        Err(Error::UnknownSource(SourceId(6)))
+    ));
+    assert!(matches!(
+        r.percentile(SourceId(5), 0, 10, 1.5),
+        Err(Error::InvalidQuery(_))
+    ));
+    let plain = w.declare_source(SourceId(7), None)?;
+    w.push(plain, 1, b"x")?;
+    w.sync();
+    assert!(matches!(
+        r.aggregate(SourceId(7), 0, 10),
+        Err(Error::NoRangeIndex(_))
+    ));
+    let other = loom::RangeIndexSpec {
+        interval: 3,
+        ..spec()
+    };
+    assert!(matches!(
+        w.declare_source(SourceId(5), Some(other)),
+        Err(Error::IndexMismatch(_))
+    ));
+    let bad = loom::Config {
+        block_size: 1000,
+        ..small_config()
+    };
+    assert!(matches!(
+        loom::open(&dir.path().join("x"), bad),
+        Err(Error::InvalidConfig(_))
+    ));
+    Ok(())
+}
+
+#[test]
+fn flipped_bytes_keep_the_prefix() -> Result<(), Box<dyn std::error::Error>> {
+    for pick in [3usize, 17, 40, 77] {
+        let dir = tempfile::tempdir()?;
+        let model = fill(dir.path(), 6000)?;
+        let chunks = chunks_on_disk(dir.path())?;
+        let victim = chunks[pick % chunks.len()];
+        let pos = victim.0 + 50 + (pick as u64 * 13) % (victim.1 - victim.0 - 50);
+        let path = dir.path().join(format!("segment-{:08}.log", pos / SEGMENT));
+        let f = OpenOptions::new().read(true).write(true).open(&path)?;
+        let mut b = [0u8; 1];
+        f.read_at(&mut b, pos % SEGMENT)?;
+        f.write_at(&[b[0] ^ 0x5a], pos % SEGMENT)?;
+        drop(f);
+        let before: u64 = chunks.iter().filter(|c| c.1 <= victim.0).map(|c| c.2).sum();
+        let (note, got) = recovered(dir.path())?;
+        let note = note.ok_or("a corrupt chunk must be reported")?;
+        assert!(note.contains("checksum"), "{note}");
+        assert_prefix(&model, &got, before);
+        assert_eq!(
+            got.len() as u64,
+            before,
+            "exactly the chunks before the corrupt one are kept"
+        );
+        // The store is writable again and a second reopen keeps it all.
+        let (mut w, r) = loom::open(dir.path(), small_config())?;
+        let h = w.declare_source(SourceId(1), Some(spec()))?;
+        w.push(h, 1_000_000, &record(5, 0))?;
+        w.close()?;
+        drop(r);
+        let (note, again) = recovered(dir.path())?;
+        assert!(note.is_none(), "{note:?}");
+        assert_eq!(again.len(), got.len() + 1);
+    }
+    Ok(())
+}
+
+#[test]
+fn truncated_segment_keeps_the_prefix() -> Result<(), Box<dyn std::error::Error>> {
+    for cut_at in [1u64, 4096, 8191, 8192 + 100, 3 * 8192 + 777] {
+        let dir = tempfile::tempdir()?;
+        let model = fill(dir.path(), 6000)?;
+        let chunks = chunks_on_disk(dir.path())?;
+        let path = dir.path().join("segment-00000000.log");
+        let f = OpenOptions::new().write(true).open(&path)?;
+        f.set_len(cut_at)?;
+        drop(f);
+        let before: u64 = chunks.iter().filter(|c| c.1 <= cut_at).map(|c| c.2).sum();
+        let (_, got) = recovered(dir.path())?;
+        assert_prefix(&model, &got, before);
+        assert_eq!(got.len() as u64, before);
+    }
+    Ok(())
+}
+
+#[test]
+fn corruption_found_by_a_query_is_an_error() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    fill(dir.path(), 6000)?;
+    let (mut w, r) = loom::open(dir.path(), small_config())?;
+    w.declare_source(SourceId(1), Some(spec()))?;
+    let chunks = chunks_on_disk(dir.path())?;
+    let victim = chunks[chunks.len() / 2];
+    let path = dir
+        .path()
+        .join(format!("segment-{:08}.log", victim.0 / SEGMENT));
+    let f = OpenOptions::new().read(true).write(true).open(&path)?;
+    let at = victim.0 % SEGMENT + 60;
+    let mut b = [0u8; 1];
+    f.read_at(&mut b, at)?;
+    f.write_at(&[!b[0]], at)?;
+    drop(f);
+    let mut errors = 0;
+    for id in [SourceId(1), SourceId(2)] {
+        match r.scan(id, 0, u64::MAX, |_, _| {}) {
+            Err(Error::Corrupted { reason, .. }) => {
+                assert!(reason.contains("checksum"), "{reason}");
+                errors += 1;
+            }
+            Err(e) => return Err(e.into()),
+            Ok(_) => {}
+        }
+    }
+    assert_eq!(errors, 1, "exactly the source owning the chunk reports it");
+    w.close()?;
+    Ok(())
+}
+
+#[test]
+fn garbage_meta_file_is_a_clear_error() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    std::fs::write(dir.path().join("loom.meta"), "hello")?;
+    match loom::open(dir.path(), small_config()) {
+        Err(Error::Corrupted { reason, .. }) => assert!(reason.contains("loom.meta"), "{reason}"),
+        Err(e) => return Err(e.into()),
+        Ok(_) => return Err("garbage meta file accepted".into()),
+    }
+    Ok(())
+}
