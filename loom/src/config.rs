@@ -54,19 +54,22 @@ impl Config {
     /// Checks the relations between the values; called by `open`.
     pub fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(Error::InvalidConfig(m));
-        if self.chunk_size < 256 || self.chunk_size > (1 << 30) || self.chunk_size % 8 != 0 {
+        if self.chunk_size < 256
+            || self.chunk_size > (1 << 30)
+            || !self.chunk_size.is_multiple_of(8)
+        {
             return bad(format!(
                 "chunk_size {} must be a multiple of 8 in 256..=1 GiB",
                 self.chunk_size
             ));
         }
-        if self.block_size % 4096 != 0 || self.block_size < self.chunk_size {
+        if !self.block_size.is_multiple_of(4096) || self.block_size < self.chunk_size {
             return bad(format!(
                 "block_size {} must be a multiple of 4096 and at least chunk_size {}",
                 self.block_size, self.chunk_size
             ));
         }
-        if self.segment_size == 0 || self.segment_size % self.block_size as u64 != 0 {
+        if self.segment_size == 0 || !self.segment_size.is_multiple_of(self.block_size as u64) {
             return bad(format!(
                 "segment_size {} must be a non-zero multiple of block_size {}",
                 self.segment_size, self.block_size

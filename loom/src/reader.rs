@@ -21,8 +21,13 @@ impl Reader {
     }
 
     /// The newest synced snapshot.
-    pub fn snapshot(&self) -> Arc<Snapshot> {
-        self.shared.snapshot.load_full()
+    pub fn snapshot(&self) -> Snapshot {
+        // Data first, then summaries: summaries may cover chunks newer than
+        // the data snapshot, never the reverse of what matters (unsummarised
+        // chunks are scanned).
+        let p = self.shared.snapshot.load_full();
+        let ix = self.shared.index.load_full();
+        Snapshot { p, ix }
     }
 
     /// See [`Snapshot::aggregate`].

@@ -4,8 +4,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::index::bins::BinSummary;
 use crate::index::bins::Bins;
 use crate::index::directory::DirectoryView;
+use crate::index::indexer::IndexSnapshot;
 use crate::log::chunk::{ChunkHeader, HEADER_LEN};
 use crate::log::record::RecordIter;
 use crate::log::slab::SlabView;
@@ -48,9 +50,8 @@ pub(crate) struct SourceView {
     pub last_ts: u64,
 }
 
-/// The store as of one `sync`: every query on it sees the same records.
-/// Cheap to hold: it shares memory with the writer.
-pub struct Snapshot {
+/// What the writer publishes at each `sync`.
+pub(crate) struct Published {
     pub(crate) ids: Arc<HashMap<SourceId, usize>>,
     pub(crate) sources: Vec<SourceView>,
     /// In-memory blocks by base address, oldest first.
@@ -74,12 +75,47 @@ impl ChunkBytes<'_> {
     }
 }
 
+/// The store as of one `sync`, with the range-index summaries built so
+/// far: every query on it sees the same records. Cheap to hold and to clone:
+/// it shares memory with the writer.
+#[derive(Clone)]
+pub struct Snapshot {
+    pub(crate) p: Arc<Published>,
+    pub(crate) ix: Arc<IndexSnapshot>,
+}
+
 impl Snapshot {
     pub(crate) fn view(&self, id: SourceId) -> Result<&SourceView> {
-        self.ids
+        self.p
+            .ids
             .get(&id)
-            .and_then(|&i| self.sources.get(i))
+            .and_then(|&i| self.p.sources.get(i))
             .ok_or(Error::UnknownSource(id))
+    }
+
+    /// The summaries of chunk `chunk_no` of a source, `None` while the
+    /// indexer has not summarised it (the chunk must then be scanned).
+    pub(crate) fn summaries(
+        &self,
+        sv: &SourceView,
+        chunk_no: usize,
+    ) -> Option<impl Iterator<Item = BinSummary> + '_> {
+        let idx = *self.p.ids.get(&sv.id)?;
+        self.ix.summaries(idx, chunk_no)
+    }
+
+    /// Whether chunk `chunk_no` may hold a value in `[lo, hi]`: true when
+    /// its summaries say so or when it has none yet.
+    pub(crate) fn may_hold(&self, sv: &SourceView, chunk_no: usize, lo: u64, hi: u64) -> bool {
+        match self.summaries(sv, chunk_no) {
+            Some(mut bins) => bins.any(|b| b.min <= hi && b.max >= lo),
+            None => true,
+        }
+    }
+
+    /// First error the indexer met, if any (its chunks are scanned instead).
+    pub fn index_error(&self) -> Option<&str> {
+        self.ix.error.as_deref()
     }
 
     pub(crate) fn index_of<'a>(&self, sv: &'a SourceView) -> Result<&'a IndexState> {
@@ -88,7 +124,7 @@ impl Snapshot {
 
     /// Ids of every source in the store, sorted.
     pub fn sources(&self) -> Vec<SourceId> {
-        let mut ids: Vec<SourceId> = self.sources.iter().map(|s| s.id).collect();
+        let mut ids: Vec<SourceId> = self.p.sources.iter().map(|s| s.id).collect();
         ids.sort_unstable();
         ids
     }
@@ -109,7 +145,7 @@ impl Snapshot {
     /// Reads the chunk at `addr` with its header, from memory when its block
     /// is still there, else from its segment file (checksum verified).
     pub(crate) fn chunk(&self, addr: u64) -> Result<(ChunkHeader, ChunkBytes<'_>)> {
-        for (base, block) in &self.blocks {
+        for (base, block) in &self.p.blocks {
             let bytes = block.as_slice();
             if addr >= *base && addr < base + bytes.len() as u64 {
                 let at = &bytes[(addr - base) as usize..];
@@ -128,8 +164,8 @@ impl Snapshot {
                 return Ok((header, ChunkBytes::Memory(&at[..len])));
             }
         }
-        let mut buf = vec![0u8; self.chunk_size];
-        let n = self.files.read_at(addr, &mut buf)?;
+        let mut buf = vec![0u8; self.p.chunk_size];
+        let n = self.p.files.read_at(addr, &mut buf)?;
         buf.truncate(n);
         let header = match ChunkHeader::read(&buf) {
             Ok(Some(h)) => h,
@@ -137,7 +173,7 @@ impl Snapshot {
             Err(reason) => return Err(Error::corrupted(addr, reason)),
         };
         header
-            .verify(&buf, self.chunk_size)
+            .verify(&buf, self.p.chunk_size)
             .map_err(|reason| Error::corrupted(addr, reason))?;
         buf.truncate(header.len as usize);
         Ok((header, ChunkBytes::Disk(buf)))

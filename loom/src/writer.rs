@@ -9,13 +9,13 @@ use arc_swap::ArcSwap;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::index::bins::BinSummary;
 use crate::index::directory::{ChunkEntry, Directory};
+use crate::index::indexer::{IndexMsg, Indexer};
 use crate::log::chunk::{padded, ChunkHeader, HEADER_LEN, NO_CHUNK};
-use crate::log::record::{self, RecordIter, MAX_RECORD_OVERHEAD};
+use crate::log::record::{self, MAX_RECORD_OVERHEAD};
 use crate::log::slab::{SlabView, SlabWriter};
 use crate::reader::Reader;
-use crate::snapshot::{IndexState, Snapshot, SourceView};
+use crate::snapshot::{IndexState, Published, SourceView};
 use crate::source::{RangeIndexSpec, RecordAddress, SourceHandle, SourceId};
 use crate::storage::flusher::{FlushJob, Flusher};
 use crate::storage::layout::Layout;
@@ -27,7 +27,8 @@ const IO_ALIGN: usize = 4096;
 
 /// State shared between the writer and every reader.
 pub(crate) struct Shared {
-    pub snapshot: ArcSwap<Snapshot>,
+    pub snapshot: ArcSwap<Published>,
+    pub index: Arc<ArcSwap<crate::index::indexer::IndexSnapshot>>,
 }
 
 /// Counters of what the writer has done since open.
@@ -50,8 +51,6 @@ pub struct WriterStats {
 struct SourceState {
     id: SourceId,
     index: Option<Arc<IndexState>>,
-    acc: Vec<BinSummary>,
-    touched: Vec<u32>,
     active: SlabWriter<u8>,
     first_ts: u64,
     prev_ts: u64,
@@ -82,6 +81,7 @@ pub struct Writer {
     block_durable: usize,
     in_flight: VecDeque<BlockSlot>,
     flusher: Flusher,
+    indexer: Indexer,
     next_job: u64,
     last_acked: Option<u64>,
     failed: Option<String>,
@@ -111,9 +111,15 @@ pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
             "the flusher thread could not start".into(),
         ));
     }
+    let indexer = Indexer::start(Arc::clone(&files), layout.chunk_size);
+    if indexer.thread.is_none() {
+        return Err(Error::FlushFailed(
+            "the indexer thread could not start".into(),
+        ));
+    }
     let bs = layout.block_size as u64;
     let block_base = recovered.end.div_ceil(bs) * bs;
-    let empty = Snapshot {
+    let empty = Published {
         ids: Arc::new(HashMap::new()),
         sources: Vec::new(),
         blocks: Vec::new(),
@@ -122,6 +128,7 @@ pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
     };
     let shared = Arc::new(Shared {
         snapshot: ArcSwap::from_pointee(empty),
+        index: Arc::clone(&indexer.published),
     });
     let mut w = Writer {
         dir: dir.to_path_buf(),
@@ -137,6 +144,7 @@ pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
         block_durable: 0,
         in_flight: VecDeque::new(),
         flusher,
+        indexer,
         next_job: 0,
         last_acked: None,
         failed: None,
@@ -152,9 +160,7 @@ pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
             first_ts: c.header.first_ts,
             last_ts: c.header.last_ts,
             first_seq: s.seq,
-            bins_start: 0,
             count: c.header.count,
-            bins_len: 0,
         });
         s.seq += u64::from(c.header.count);
         s.prev_ts = c.header.last_ts;
@@ -184,8 +190,6 @@ impl Writer {
         self.sources.push(SourceState {
             id,
             index: None,
-            acc: Vec::new(),
-            touched: Vec::new(),
             active: SlabWriter::new(self.layout.chunk_size - HEADER_LEN, 8),
             first_ts: 0,
             prev_ts: 0,
@@ -220,50 +224,55 @@ impl Writer {
         Ok(handle)
     }
 
-    /// Builds bin summaries for the chunks and tail a source already has.
+    /// Starts indexing a source; its existing chunks are queued for the
+    /// indexer in order, reading them from memory while their block is there.
     fn attach_index(&mut self, idx: usize, spec: RangeIndexSpec) -> Result<()> {
         let state = Arc::new(IndexState::new(spec));
-        self.sync();
-        let snap = self.shared.snapshot.load_full();
-        let old = self.sources[idx].dir.chunks.view();
-        let mut dir = Directory::new();
-        let mut acc = vec![BinSummary::default(); state.bins.total()];
-        for i in 0..old.len() {
-            let Some(mut c) = old.get(i) else { break };
-            snap.each_in_chunk(c.addr, 0, u64::MAX, |_, bytes| {
-                let v = state.value(bytes);
-                acc[state.bins.bin_of(v) as usize].add(v);
+        self.send_index(IndexMsg::Declare {
+            source: idx,
+            state: Arc::clone(&state),
+        })?;
+        let chunks = self.sources[idx].dir.chunks.view();
+        for chunk_no in 0..chunks.len() {
+            let Some(c) = chunks.get(chunk_no) else { break };
+            let block = self.block_holding(c.addr);
+            self.send_index(IndexMsg::Chunk {
+                source: idx,
+                chunk_no,
+                addr: c.addr,
+                block,
             })?;
-            c.bins_start = dir.bins.len() as u64;
-            c.bins_len = 0;
-            for (b, sm) in acc.iter_mut().enumerate() {
-                if sm.count > 0 {
-                    dir.bins.push(BinSummary {
-                        bin: b as u32,
-                        ..*sm
-                    });
-                    c.bins_len += 1;
-                    *sm = BinSummary::default();
-                }
-            }
-            dir.chunks.push(c);
         }
-        let s = &mut self.sources[idx];
-        let mut touched = Vec::new();
-        for rec in RecordIter::new(s.active.written(), s.first_ts, s.count) {
-            let (_, bytes) = rec.map_err(|r| Error::corrupted(u64::MAX, r))?;
-            let v = state.value(bytes);
-            let b = state.bins.bin_of(v);
-            if acc[b as usize].count == 0 {
-                touched.push(b);
-            }
-            acc[b as usize].add(v);
-        }
-        s.dir = dir;
-        s.acc = acc;
-        s.touched = touched;
-        s.index = Some(state);
+        self.sources[idx].index = Some(state);
         Ok(())
+    }
+
+    fn block_holding(&self, addr: u64) -> Option<(u64, SlabView<u8>)> {
+        let bs = self.layout.block_size as u64;
+        if addr >= self.block_base && addr < self.block_base + bs {
+            return Some((self.block_base, self.block.view()));
+        }
+        self.in_flight
+            .iter()
+            .find(|s| addr >= s.base && addr < s.base + bs)
+            .map(|s| (s.base, s.block.view()))
+    }
+
+    fn send_index(&self, msg: IndexMsg) -> Result<()> {
+        self.indexer
+            .tx
+            .send(msg)
+            .map_err(|_| Error::FlushFailed("the indexer thread has stopped".into()))
+    }
+
+    /// Blocks until the indexer has summarised every chunk sealed so far.
+    /// Queries are exact without it (unsummarised chunks are scanned); this
+    /// only makes the work a query does repeatable.
+    pub fn wait_for_index(&mut self) -> Result<()> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.send_index(IndexMsg::Barrier(tx))?;
+        rx.recv()
+            .map_err(|_| Error::FlushFailed("the indexer thread has stopped".into()))
     }
 
     /// Appends a record. `timestamp_us` must not be older than the source's
@@ -307,15 +316,6 @@ impl Writer {
         };
         let n = record::encode(s.active.spare_mut(), delta, bytes);
         s.active.advance(n);
-        if let Some(ix) = &s.index {
-            let v = ix.value(bytes);
-            let b = ix.bins.bin_of(v);
-            let acc = &mut s.acc[b as usize];
-            if acc.count == 0 {
-                s.touched.push(b);
-            }
-            acc.add(v);
-        }
         s.prev_ts = timestamp_us;
         s.count += 1;
         let seq = s.seq;
@@ -354,26 +354,27 @@ impl Writer {
         header.write(head, &rest[..payload_len]);
         self.block.advance(foot);
 
-        let bins_start = s.dir.bins.len() as u64;
-        let bins_len = s.touched.len() as u32;
-        for &b in &s.touched {
-            let sm = std::mem::take(&mut s.acc[b as usize]);
-            s.dir.bins.push(BinSummary { bin: b, ..sm });
-        }
-        s.touched.clear();
+        let chunk_no = s.dir.chunks.len();
         s.dir.chunks.push(ChunkEntry {
             addr,
             first_ts: s.first_ts,
             last_ts: s.prev_ts,
             first_seq: s.seq - u64::from(s.count),
-            bins_start,
             count: s.count,
-            bins_len,
         });
         s.newest_chunk = addr;
         s.count = 0;
         s.active.reset();
+        let indexed = s.index.is_some();
         self.stats.chunks += 1;
+        if indexed {
+            self.send_index(IndexMsg::Chunk {
+                source: idx,
+                chunk_no,
+                addr,
+                block: Some((self.block_base, self.block.view())),
+            })?;
+        }
         Ok(())
     }
 
@@ -504,7 +505,7 @@ impl Writer {
             .map(|s| (s.base, s.block.view()))
             .collect();
         blocks.push((self.block_base, self.block.view()));
-        self.shared.snapshot.store(Arc::new(Snapshot {
+        self.shared.snapshot.store(Arc::new(Published {
             ids: Arc::clone(&self.ids),
             sources,
             blocks,
@@ -557,6 +558,13 @@ impl Writer {
         self.closed = true;
         let (dead_tx, _) = crossbeam_channel::unbounded();
         drop(std::mem::replace(&mut self.flusher.jobs, dead_tx));
+        let (dead_tx, _) = crossbeam_channel::unbounded();
+        drop(std::mem::replace(&mut self.indexer.tx, dead_tx));
+        if let Some(t) = self.indexer.thread.take() {
+            if t.join().is_err() {
+                log::error!("{}: the indexer thread panicked", self.dir.display());
+            }
+        }
         if let Some(t) = self.flusher.thread.take() {
             if t.join().is_err() {
                 log::error!("{}: the flusher thread panicked", self.dir.display());

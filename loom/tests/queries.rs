@@ -147,6 +147,9 @@ proptest! {
                 }
             }
             w.sync();
+            // Once with whatever the indexer has summarised, once with all.
+            check_all(&r, &model, &ids, &windows, &ranges)?;
+            w.wait_for_index()?;
             check_all(&r, &model, &ids, &windows, &ranges)?;
             // point lookups by address
             for (k, (id, t, b)) in model.records.iter().enumerate().step_by(37) {
@@ -162,6 +165,7 @@ proptest! {
         for &id in &ids {
             w.declare_source(id, Some(spec()))?;
         }
+        w.wait_for_index()?;
         check_all(&r, &model, &ids, &windows, &ranges)?;
     }
 }

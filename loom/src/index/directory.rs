@@ -1,11 +1,10 @@
-//! Per-source chunk directory: the time index and the range index.
+//! Per-source chunk directory: the time index.
 //!
 //! Every sealed chunk of a source gets one `ChunkEntry` (address, time span,
-//! record count) and, with a range index, one `BinSummary` per non-empty bin.
-//! Entries are appended in time order, so a binary search over them is the time
-//! index: a query jumps straight to the chunks of its window.
+//! record count), appended in time order, so a binary search over them jumps
+//! straight to the chunks of a window. Range-index summaries live beside it,
+//! built by the indexer thread (`indexer.rs`) under the same chunk numbers.
 
-use crate::index::bins::BinSummary;
 use crate::log::slab::{AppendVec, AppendView};
 
 /// Directory entries per slab page.
@@ -18,51 +17,39 @@ pub(crate) struct ChunkEntry {
     pub first_ts: u64,
     pub last_ts: u64,
     pub first_seq: u64,
-    pub bins_start: u64,
     pub count: u32,
-    pub bins_len: u32,
-}
-
-/// The writer's side of a source's directory.
-pub(crate) struct Directory {
-    pub chunks: AppendVec<ChunkEntry>,
-    pub bins: AppendVec<BinSummary>,
 }
 
 /// A reader's view of a source's directory.
 #[derive(Clone)]
 pub(crate) struct DirectoryView {
     pub chunks: AppendView<ChunkEntry>,
-    pub bins: AppendView<BinSummary>,
+}
+
+/// The writer's side of a source's directory.
+pub(crate) struct Directory {
+    pub chunks: AppendVec<ChunkEntry>,
 }
 
 impl Directory {
     pub(crate) fn new() -> Self {
         Directory {
             chunks: AppendVec::new(PAGE),
-            bins: AppendVec::new(PAGE),
         }
     }
 
     pub(crate) fn view(&self) -> DirectoryView {
         DirectoryView {
             chunks: self.chunks.view(),
-            bins: self.bins.view(),
         }
     }
 }
 
 impl DirectoryView {
-    /// Index range of the chunks whose time span meets `[t0, t1]`.
+    /// Chunk numbers of the chunks whose time span meets `[t0, t1]`.
     pub(crate) fn overlapping(&self, t0: u64, t1: u64) -> std::ops::Range<usize> {
         let start = self.chunks.partition_point(|c| c.last_ts < t0);
         let end = self.chunks.partition_point(|c| c.first_ts <= t1);
         start..end.max(start)
-    }
-
-    /// The bin summaries of one chunk.
-    pub(crate) fn bins_of(&self, c: &ChunkEntry) -> impl Iterator<Item = BinSummary> + '_ {
-        (c.bins_start..c.bins_start + u64::from(c.bins_len))
-            .filter_map(move |i| self.bins.get(i as usize))
     }
 }

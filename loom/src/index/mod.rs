@@ -1,4 +1,6 @@
-//! Indexes: value bins and the per-source chunk directory.
+//! Indexes: value bins, the per-source chunk directory (time index) and the
+//! indexer thread that builds range-index summaries.
 
 pub(crate) mod bins;
 pub(crate) mod directory;
+pub(crate) mod indexer;

@@ -54,9 +54,21 @@ pub(crate) fn get_varint(input: &[u8], pos: &mut usize) -> Option<u64> {
 #[inline(always)]
 pub(crate) fn encode(out: &mut [u8], ts_delta: u64, bytes: &[u8]) -> usize {
     let mut n = put_varint(out, ts_delta);
-    n += put_varint(&mut out[n..], bytes.len() as u64);
-    out[n..n + bytes.len()].copy_from_slice(bytes);
-    n + bytes.len()
+    let l = bytes.len();
+    n += put_varint(&mut out[n..], l as u64);
+    let dst = &mut out[n..n + l];
+    // Telemetry records are mostly small: fixed-size overlapping copies
+    // compile to a few moves, where a variable-length copy calls memcpy.
+    if (8..=16).contains(&l) {
+        dst[..8].copy_from_slice(&bytes[..8]);
+        dst[l - 8..].copy_from_slice(&bytes[l - 8..]);
+    } else if (4..8).contains(&l) {
+        dst[..4].copy_from_slice(&bytes[..4]);
+        dst[l - 4..].copy_from_slice(&bytes[l - 4..]);
+    } else {
+        dst.copy_from_slice(bytes);
+    }
+    n + l
 }
 
 /// Iterates `(timestamp, bytes)` over an encoded payload. Stops with an error

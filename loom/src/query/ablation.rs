@@ -82,7 +82,7 @@ impl Snapshot {
                         break;
                     }
                     r.summaries_checked += 1;
-                    if sv.dir.bins_of(&c).any(|b| b.min <= hi && b.max >= lo) {
+                    if self.may_hold(sv, i, lo, hi) {
                         r.chunks_read += 1;
                         self.each_in_chunk(c.addr, t0, t1, &mut visit)?;
                     }
@@ -92,7 +92,7 @@ impl Snapshot {
                 for i in sv.dir.overlapping(t0, t1) {
                     let Some(c) = sv.dir.chunks.get(i) else { break };
                     r.summaries_checked += 1;
-                    if sv.dir.bins_of(&c).any(|b| b.min <= hi && b.max >= lo) {
+                    if self.may_hold(sv, i, lo, hi) {
                         r.chunks_read += 1;
                         self.each_in_chunk(c.addr, t0, t1, &mut visit)?;
                     }

@@ -50,12 +50,18 @@ impl Snapshot {
         }
         for i in sv.dir.overlapping(t0, t1) {
             let Some(c) = sv.dir.chunks.get(i) else { break };
-            if c.first_ts >= t0 && c.last_ts <= t1 {
-                for b in sv.dir.bins_of(&c) {
-                    agg.merge(u64::from(b.count), b.sum, b.min, b.max);
+            let summaries = (c.first_ts >= t0 && c.last_ts <= t1)
+                .then(|| self.summaries(sv, i))
+                .flatten();
+            match summaries {
+                Some(bins) => {
+                    for b in bins {
+                        agg.merge(u64::from(b.count), b.sum, b.min, b.max);
+                    }
                 }
-            } else {
-                self.each_in_chunk(c.addr, t0, t1, |_, bytes| agg.add(ix.value(bytes)))?;
+                None => {
+                    self.each_in_chunk(c.addr, t0, t1, |_, bytes| agg.add(ix.value(bytes)))?;
+                }
             }
         }
         self.each_in_tail(sv, t0, t1, |_, bytes| agg.add(ix.value(bytes)))?;

@@ -30,14 +30,20 @@ impl Snapshot {
         let range = sv.dir.overlapping(t0, t1);
         for i in range.clone() {
             let Some(c) = sv.dir.chunks.get(i) else { break };
-            if c.first_ts >= t0 && c.last_ts <= t1 {
-                for b in sv.dir.bins_of(&c) {
-                    counts[b.bin as usize] += u64::from(b.count);
+            let summaries = (c.first_ts >= t0 && c.last_ts <= t1)
+                .then(|| self.summaries(sv, i))
+                .flatten();
+            match summaries {
+                Some(bins) => {
+                    for b in bins {
+                        counts[b.bin as usize] += u64::from(b.count);
+                    }
                 }
-            } else {
-                self.each_in_chunk(c.addr, t0, t1, |_, bytes| {
-                    counts[ix.bins.bin_of(ix.value(bytes)) as usize] += 1;
-                })?;
+                None => {
+                    self.each_in_chunk(c.addr, t0, t1, |_, bytes| {
+                        counts[ix.bins.bin_of(ix.value(bytes)) as usize] += 1;
+                    })?;
+                }
             }
         }
         self.each_in_tail(sv, t0, t1, |_, bytes| {
@@ -70,8 +76,12 @@ impl Snapshot {
         for i in range {
             let Some(c) = sv.dir.chunks.get(i) else { break };
             let fully = c.first_ts >= t0 && c.last_ts <= t1;
-            if fully && !sv.dir.bins_of(&c).any(|b| b.bin == target) {
-                continue;
+            if fully {
+                if let Some(mut bins) = self.summaries(sv, i) {
+                    if !bins.any(|b| b.bin == target) {
+                        continue;
+                    }
+                }
             }
             self.each_in_chunk(c.addr, t0, t1, &mut take)?;
         }

@@ -35,7 +35,7 @@ impl Snapshot {
         let mut chunks_read = 0;
         for i in sv.dir.overlapping(t0, t1) {
             let Some(c) = sv.dir.chunks.get(i) else { break };
-            if sv.dir.bins_of(&c).any(|b| b.min <= hi && b.max >= lo) {
+            if self.may_hold(sv, i, lo, hi) {
                 chunks_read += 1;
                 self.each_in_chunk(c.addr, t0, t1, &mut visit)?;
             }

@@ -72,7 +72,9 @@ pub(crate) fn recover(dir: &Path, layout: Layout) -> Result<Recovered> {
         while block_off < layout.segment_size {
             let n = read_full(&mut file, &mut block).map_err(|e| Error::io(&path, e))?;
             if n == 0 {
-                break 'segments;
+                // A segment may end early: after a crash the writer resumes
+                // at the next block, which can be in the next segment.
+                break;
             }
             let base = seg_base + block_off;
             let bytes = &block[..n];
@@ -105,9 +107,6 @@ pub(crate) fn recover(dir: &Path, layout: Layout) -> Result<Recovered> {
                 break 'segments;
             }
             block_off += layout.block_size as u64;
-            if n < layout.block_size {
-                break 'segments;
-            }
         }
     }
 

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Installs what building and testing Loom needs on a fresh Debian 12 machine
+# (run as root, or with sudo available). Safe to run again: it installs only
+# what is missing. Also mounts tracefs for the eBPF probes when it is absent.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential pkg-config
+  clang llvm libclang-dev          # eBPF programs, bindgen for librocksdb-sys
+  libbpf-dev bpftool libelf-dev zlib1g-dev
+  librocksdb-dev libsnappy-dev liblz4-dev libzstd-dev libbz2-dev
+  liblmdb-dev
+  python3 python3-venv
+)
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+    echo "install-deps: not root and no sudo; install these Debian packages yourself: ${PACKAGES[*]}" >&2
+    exit 1
+  fi
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+else
+  echo "install-deps: Debian packages present"
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  if [ -x "$HOME/.cargo/bin/cargo" ]; then
+    echo "install-deps: cargo is in $HOME/.cargo/bin; add it to PATH" >&2
+  else
+    echo "install-deps: cargo not found; install Rust with rustup (https://rustup.rs)" >&2
+  fi
+  exit 1
+fi
+
+# eBPF probes attach to tracepoints through tracefs.
+if [ ! -d /sys/kernel/tracing/events ] && [ ! -d /sys/kernel/debug/tracing/events ]; then
+  if [ "$(id -u)" -eq 0 ]; then
+    mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null \
+      && echo "install-deps: mounted tracefs at /sys/kernel/tracing" \
+      || echo "install-deps: could not mount tracefs; eBPF probes will report how to fix it" >&2
+  else
+    echo "install-deps: tracefs is not mounted; as root run: mount -t tracefs tracefs /sys/kernel/tracing" >&2
+  fi
+fi
