@@ -39,9 +39,9 @@ fn gen(s: u64, k: u64) -> (u64, u64) {
     let h = mix(s.wrapping_mul(0x9e3779b97f4a7c15) ^ k);
     let ts = k * 2 + (h & 1) + s;
     let body = 20 + (h >> 8) % 60 + ((h >> 16) % 60) * ((h >> 24) % 3);
-    let lat = if (h >> 32) % 1000 == 0 {
+    let lat = if (h >> 32).is_multiple_of(1000) {
         1_000 + (h >> 40) % 49_000
-    } else if (ts / 1_000_000) % 7 == 3 && (h >> 36) % 50 == 0 {
+    } else if (ts / 1_000_000) % 7 == 3 && (h >> 36).is_multiple_of(50) {
         SLOW_US + (h >> 44) % 5_000
     } else {
         body

@@ -3,6 +3,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
@@ -46,6 +47,10 @@ pub struct WriterStats {
     pub disk_waits: u64,
     /// Records found on disk when the store was opened.
     pub recovered_records: u64,
+    /// Chunks handed to the indexer thread.
+    pub chunks_to_index: u64,
+    /// Times the writer waited because the indexer lagged `max_index_lag` chunks.
+    pub index_waits: u64,
 }
 
 struct SourceState {
@@ -236,6 +241,7 @@ impl Writer {
         for chunk_no in 0..chunks.len() {
             let Some(c) = chunks.get(chunk_no) else { break };
             let block = self.block_holding(c.addr);
+            self.stats.chunks_to_index += 1;
             self.send_index(IndexMsg::Chunk {
                 source: idx,
                 chunk_no,
@@ -256,6 +262,32 @@ impl Writer {
             .iter()
             .find(|s| addr >= s.base && addr < s.base + bs)
             .map(|s| (s.base, s.block.view()))
+    }
+
+    /// Waits while the indexer is `max_index_lag` chunks behind: its queue
+    /// pins blocks in memory, so an unbounded lag would be unbounded memory.
+    fn throttle_index(&mut self) {
+        let max = self.config.max_index_lag.max(1);
+        if self
+            .stats
+            .chunks_to_index
+            .saturating_sub(self.indexer.done.load(Ordering::Acquire))
+            < max
+        {
+            return;
+        }
+        self.stats.index_waits += 1;
+        while self
+            .stats
+            .chunks_to_index
+            .saturating_sub(self.indexer.done.load(Ordering::Acquire))
+            >= max / 2
+        {
+            if self.indexer.thread.as_ref().is_none_or(|t| t.is_finished()) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(50));
+        }
     }
 
     fn send_index(&self, msg: IndexMsg) -> Result<()> {
@@ -368,6 +400,8 @@ impl Writer {
         let indexed = s.index.is_some();
         self.stats.chunks += 1;
         if indexed {
+            self.throttle_index();
+            self.stats.chunks_to_index += 1;
             self.send_index(IndexMsg::Chunk {
                 source: idx,
                 chunk_no,

@@ -39,6 +39,7 @@ fn config() -> Config {
         max_blocks_in_memory: 3,
         flush_mode: FlushMode::Direct,
         sync_data: false,
+        max_index_lag: 64,
     }
 }
 

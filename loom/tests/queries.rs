@@ -37,7 +37,9 @@ fn op_strategy(n_sources: usize) -> impl Strategy<Value = Op> {
     ]
 }
 
-fn scenario() -> impl Strategy<Value = (usize, Vec<Op>, Vec<(u64, u64)>, Vec<(u64, u64)>)> {
+type Scenario = (usize, Vec<Op>, Vec<(u64, u64)>, Vec<(u64, u64)>);
+
+fn scenario() -> impl Strategy<Value = Scenario> {
     (1usize..5).prop_flat_map(|n| {
         (
             Just(n),
@@ -188,7 +190,7 @@ fn percentile_of_heavy_tail_over_many_blocks() -> Result<(), Box<dyn std::error:
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        let v = if x % 1000 == 0 {
+        let v = if x.is_multiple_of(1000) {
             5000 + x % 100_000
         } else {
             80 + x % 900

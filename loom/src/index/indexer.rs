@@ -7,6 +7,7 @@
 //! chunk's summaries are published, queries treat it like the unsealed tail
 //! and scan it, so answers stay exact whatever the indexer's lag.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -90,6 +91,9 @@ impl IndexSnapshot {
 
 pub(crate) struct Indexer {
     pub tx: Sender<IndexMsg>,
+    /// Chunk messages processed so far (the writer compares it with what it
+    /// sent to bound the indexer's lag).
+    pub done: Arc<AtomicU64>,
     pub published: Arc<ArcSwap<IndexSnapshot>>,
     pub thread: Option<JoinHandle<()>>,
 }
@@ -99,9 +103,11 @@ impl Indexer {
         let (tx, rx) = crossbeam_channel::unbounded();
         let published = Arc::new(ArcSwap::from_pointee(IndexSnapshot::default()));
         let out = Arc::clone(&published);
+        let done = Arc::new(AtomicU64::new(0));
+        let progress = Arc::clone(&done);
         let thread = std::thread::Builder::new()
             .name("loom-indexer".into())
-            .spawn(move || run(rx, out, files, chunk_size));
+            .spawn(move || run(rx, out, files, chunk_size, progress));
         let thread = match thread {
             Ok(t) => Some(t),
             Err(e) => {
@@ -111,6 +117,7 @@ impl Indexer {
         };
         Indexer {
             tx,
+            done,
             published,
             thread,
         }
@@ -122,6 +129,7 @@ fn run(
     out: Arc<ArcSwap<IndexSnapshot>>,
     files: Arc<SegmentFiles>,
     chunk_size: usize,
+    progress: Arc<AtomicU64>,
 ) {
     let mut sources: Vec<Option<SourceIndex>> = Vec::new();
     let mut error: Option<String> = None;
@@ -129,6 +137,7 @@ fn run(
     let mut buf = Vec::new();
     while let Ok(first) = rx.recv() {
         let mut msg = Some(first);
+        let mut chunks = 0u64;
         // Work through whatever queued up, then publish once.
         for _ in 0..4096 {
             let Some(m) = msg.take().or_else(|| rx.try_recv().ok()) else {
@@ -153,6 +162,7 @@ fn run(
                     addr,
                     block,
                 } => {
+                    chunks += 1;
                     let Some(Some(si)) = sources.get_mut(source) else {
                         continue;
                     };
@@ -179,6 +189,7 @@ fn run(
                 .collect(),
             error: error.clone(),
         }));
+        progress.fetch_add(chunks, Ordering::Release);
         for b in barriers.drain(..) {
             let _ = b.send(());
         }

@@ -7,13 +7,14 @@
 //! dropped (zeroed and truncated on disk, so later writes are never hidden
 //! behind it) and the reason is logged.
 
+use std::collections::HashMap;
 use std::fs::{self, OpenOptions};
 use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::log::chunk::{padded, ChunkHeader};
+use crate::log::chunk::{padded, ChunkHeader, NO_CHUNK};
 use crate::storage::layout::Layout;
 
 /// A chunk found on disk.
@@ -56,6 +57,7 @@ pub(crate) fn recover(dir: &Path, layout: Layout) -> Result<Recovered> {
     let mut end = 0u64;
     let mut cut: Option<(u64, String)> = None;
     let mut block = vec![0u8; layout.block_size];
+    let mut newest: HashMap<u64, u64> = HashMap::new();
 
     'segments: for (expected, &seg) in segments.iter().enumerate() {
         if seg != expected as u64 {
@@ -98,6 +100,23 @@ pub(crate) fn recover(dir: &Path, layout: Layout) -> Result<Recovered> {
                     cut = Some((at, "chunk with zero records".into()));
                     break 'segments;
                 }
+                // Each chunk links to its source's previous chunk; a link to
+                // anything but the last chunk seen means bytes before it are
+                // missing (a truncated or lost segment), so the log ends here.
+                let last = newest.get(&header.source).copied().unwrap_or(NO_CHUNK);
+                if header.prev != last {
+                    cut = Some((
+                        at,
+                        format!(
+                            "chunk of source {:#x} links to {} but that source's last chunk is at {}: the log has a gap",
+                            header.source,
+                            fmt_addr(header.prev),
+                            fmt_addr(last)
+                        ),
+                    ));
+                    break 'segments;
+                }
+                newest.insert(header.source, at);
                 chunks.push(RecoveredChunk { addr: at, header });
                 found_any = true;
                 o += padded(header.len as usize);
@@ -133,6 +152,14 @@ pub(crate) fn recover(dir: &Path, layout: Layout) -> Result<Recovered> {
         end,
         dropped,
     })
+}
+
+fn fmt_addr(a: u64) -> String {
+    if a == NO_CHUNK {
+        "nothing".into()
+    } else {
+        format!("address {a}")
+    }
 }
 
 fn read_full(file: &mut fs::File, buf: &mut [u8]) -> std::io::Result<usize> {

@@ -25,6 +25,7 @@ pub fn small_config() -> Config {
         max_blocks_in_memory: 2,
         flush_mode: FlushMode::Direct,
         sync_data: false,
+        max_index_lag: 16,
     }
 }
 
