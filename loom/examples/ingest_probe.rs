@@ -21,7 +21,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let secs: u64 = args.get(3).map(|s| s.parse()).transpose()?.unwrap_or(5);
     let index = args.get(4).is_some_and(|s| s == "index");
     let _ = std::fs::remove_dir_all(&dir);
-    let (mut w, _r) = loom::open(&dir, Config::default())?;
+    let mut cfg = Config::default();
+    if std::env::var("LOOM_NO_SYNC").is_ok() {
+        cfg.sync_data = false;
+    }
+    if let Ok(b) = std::env::var("LOOM_BLOCK_MB") {
+        cfg.block_size = b.parse::<usize>()? << 20;
+    }
+    let (mut w, _r) = loom::open(&dir, cfg)?;
     let spec = index.then_some(RangeIndexSpec {
         extractor: first_u64,
         min: 0,

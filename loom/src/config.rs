@@ -33,8 +33,8 @@ pub struct Config {
     /// Write mode of the flusher. Default `Direct`.
     pub flush_mode: FlushMode,
     /// Sealed chunks the indexer thread may lag behind the writer before the
-    /// writer waits for it. Default 2048 (at most 128 MiB of chunks kept in
-    /// memory for it with the default chunk size).
+    /// writer waits for it. Default 512: the chunks it still has to read
+    /// pin their blocks in memory, and 512 default chunks are two blocks.
     pub max_index_lag: u64,
     /// Call `fdatasync` after each flushed block, so full blocks survive power
     /// loss and not only a process crash. Default true.
@@ -48,7 +48,7 @@ impl Default for Config {
             block_size: 16 * 1024 * 1024,
             segment_size: 1024 * 1024 * 1024,
             max_blocks_in_memory: 4,
-            max_index_lag: 2048,
+            max_index_lag: 512,
             flush_mode: FlushMode::Direct,
             sync_data: true,
         }

@@ -33,6 +33,10 @@ struct Args {
     /// Keep the written data after the run.
     #[arg(long)]
     keep_data: bool,
+    /// Stop the run early (and say so on stderr) when less than this many GB
+    /// (10^9 B) are free on the storage file system.
+    #[arg(long, default_value_t = 8)]
+    reserve_gb: u64,
 }
 
 fn main() -> Result<()> {
@@ -47,6 +51,7 @@ fn main() -> Result<()> {
             .unwrap_or_else(ingest_scaling::storage::default_dir),
         index: args.index,
         keep_data: args.keep_data,
+        reserve_bytes: args.reserve_gb.saturating_mul(1_000_000_000),
     };
     let summary = run(&cfg)?;
     println!("{summary}");

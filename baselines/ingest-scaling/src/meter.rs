@@ -1,7 +1,9 @@
 //! Record counters shared between writer threads and the once-a-second
-//! progress line.
+//! progress line, which also stops the run early if the disk is nearly full.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::storage;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -16,6 +18,7 @@ struct PaddedCounter(AtomicU64);
 #[derive(Debug)]
 pub struct Meter {
     counters: Vec<PaddedCounter>,
+    stop: AtomicBool,
 }
 
 impl Meter {
@@ -23,7 +26,19 @@ impl Meter {
     pub fn new(threads: usize) -> Self {
         Meter {
             counters: (0..threads).map(|_| PaddedCounter::default()).collect(),
+            stop: AtomicBool::new(false),
         }
+    }
+
+    /// Asks the writer threads to stop before their end time.
+    pub fn request_stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`Meter::request_stop`] was called.
+    #[inline]
+    pub fn stop_requested(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
     }
 
     /// Adds `records` to thread `thread`'s counter.
@@ -44,6 +59,15 @@ impl Meter {
     }
 }
 
+/// Free-space floor of the storage file system, checked once a second.
+#[derive(Clone, Debug)]
+pub struct DiskGuard {
+    /// A path on the file system the store writes to.
+    pub dir: PathBuf,
+    /// Stop the run when fewer bytes than this are available.
+    pub reserve_bytes: u64,
+}
+
 /// Prints `label` progress lines to stderr once a second until dropped.
 pub struct ProgressPrinter {
     stop: Option<mpsc::Sender<()>>,
@@ -51,8 +75,15 @@ pub struct ProgressPrinter {
 }
 
 impl ProgressPrinter {
-    /// Starts the printer thread. `record_bytes` is the payload size, used for MB/s.
-    pub fn start(label: String, meter: Arc<Meter>, record_bytes: u64) -> std::io::Result<Self> {
+    /// Starts the printer thread. `record_bytes` is the payload size, used for
+    /// MB/s. Each second it also checks `guard` and asks the writers to stop
+    /// (with a note on stderr) when the disk is nearly full.
+    pub fn start(
+        label: String,
+        meter: Arc<Meter>,
+        record_bytes: u64,
+        guard: DiskGuard,
+    ) -> std::io::Result<Self> {
         let (stop, stopped) = mpsc::channel::<()>();
         let handle = std::thread::Builder::new()
             .name("progress".into())
@@ -78,6 +109,19 @@ impl ProgressPrinter {
                     );
                     last_time = now;
                     last_total = total;
+                    match storage::available_bytes(&guard.dir) {
+                        Ok(free) if free < guard.reserve_bytes && !meter.stop_requested() => {
+                            eprintln!(
+                                "[ingest-scaling] stopping early: {} MB free on {} (reserve {} MB); records/s covers the shorter run",
+                                free / 1_000_000,
+                                guard.dir.display(),
+                                guard.reserve_bytes / 1_000_000
+                            );
+                            meter.request_stop();
+                        }
+                        Ok(_) => {}
+                        Err(e) => eprintln!("[ingest-scaling] cannot check free space: {e:#}"),
+                    }
                 }
             })?;
         Ok(ProgressPrinter {

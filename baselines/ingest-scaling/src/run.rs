@@ -1,7 +1,7 @@
 //! One timed run: open the store, write for the duration, report.
 
 use crate::clock::MicrosClock;
-use crate::meter::{Meter, ProgressPrinter};
+use crate::meter::{DiskGuard, Meter, ProgressPrinter};
 use crate::sink::file::FileSink;
 use crate::sink::lmdb::LmdbStore;
 use crate::sink::loom::LoomSink;
@@ -54,6 +54,8 @@ pub struct RunConfig {
     pub index: bool,
     /// Keep the written data after the run instead of deleting it.
     pub keep_data: bool,
+    /// Stop early when fewer bytes than this are free on the storage file system.
+    pub reserve_bytes: u64,
 }
 
 impl RunConfig {
@@ -100,7 +102,8 @@ struct Timing {
 }
 
 /// The timed loop of one writer thread: stamp, write [`STAMP_EVERY`] records,
-/// publish at least every [`SYNC_INTERVAL_US`], stop at the end time, publish.
+/// publish at least every [`SYNC_INTERVAL_US`], stop at the end time (or when
+/// the disk guard asks), publish.
 fn drive<S: Sink>(
     sink: &mut S,
     payload: &[u8],
@@ -111,7 +114,7 @@ fn drive<S: Sink>(
     let mut last_sync_us = timing.clock.now_us();
     loop {
         let now_us = timing.clock.now_us();
-        if now_us >= timing.end_us {
+        if now_us >= timing.end_us || meter.stop_requested() {
             break;
         }
         if now_us.saturating_sub(last_sync_us) >= SYNC_INTERVAL_US {
@@ -181,9 +184,17 @@ pub fn run(cfg: &RunConfig) -> Result<Summary> {
 
     // Open the store before the clock starts; start clock + progress together.
     let start = |meter: &Arc<Meter>| -> Result<(Timing, ProgressPrinter)> {
-        let printer =
-            ProgressPrinter::start(label.clone(), Arc::clone(meter), cfg.data_size as u64)
-                .context("starting progress printer")?;
+        let guard = DiskGuard {
+            dir: dir.clone(),
+            reserve_bytes: cfg.reserve_bytes,
+        };
+        let printer = ProgressPrinter::start(
+            label.clone(),
+            Arc::clone(meter),
+            cfg.data_size as u64,
+            guard,
+        )
+        .context("starting progress printer")?;
         let clock = MicrosClock::start();
         Ok((
             Timing {
@@ -286,6 +297,7 @@ mod tests {
             storage_dir: PathBuf::from("/nonexistent"),
             index: false,
             keep_data: false,
+            reserve_bytes: 0,
         };
         assert!(run(&cfg).is_err());
     }

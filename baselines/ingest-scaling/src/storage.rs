@@ -40,6 +40,22 @@ pub fn prepare(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Bytes available to unprivileged users on the file system holding `dir`.
+pub fn available_bytes(dir: &Path) -> Result<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .with_context(|| format!("path {} contains a NUL byte", dir.display()))?;
+    // SAFETY: `path` is a NUL-terminated string and `stat` a zeroed plain-data
+    // struct that statvfs fills in; both outlive the call.
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::statvfs(path.as_ptr(), &mut stat) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error())
+            .with_context(|| format!("statvfs {}", dir.display()));
+    }
+    Ok(stat.f_bavail.saturating_mul(stat.f_frsize))
+}
+
 /// Deletes the data of a finished run (keeps the marked, empty directory).
 pub fn clear(dir: &Path) -> Result<()> {
     prepare(dir)
@@ -55,6 +71,13 @@ mod tests {
         std::fs::write(tmp.path().join("precious"), b"x").expect("write");
         assert!(prepare(tmp.path()).is_err());
         assert!(tmp.path().join("precious").exists());
+    }
+
+    #[test]
+    fn reports_free_space() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        assert!(available_bytes(tmp.path()).expect("statvfs") > 0);
+        assert!(available_bytes(&tmp.path().join("missing")).is_err());
     }
 
     #[test]

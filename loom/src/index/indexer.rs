@@ -16,7 +16,7 @@ use crossbeam_channel::{Receiver, Sender};
 
 use crate::index::bins::BinSummary;
 use crate::log::chunk::{ChunkHeader, HEADER_LEN};
-use crate::log::record::RecordIter;
+use crate::log::record::for_each_bytes;
 use crate::log::slab::{AppendVec, AppendView, SlabView};
 use crate::snapshot::IndexState;
 use crate::storage::segments::SegmentFiles;
@@ -224,11 +224,13 @@ fn index_chunk(
         .get(HEADER_LEN..len)
         .ok_or("chunk length out of bounds")?;
     let state = &si.state;
-    for rec in RecordIter::new(payload, header.first_ts, header.count) {
-        let (_, b) = rec?;
+    let acc = &mut si.acc;
+    for_each_bytes(payload, header.count, |b| {
         let v = state.value(b);
-        si.acc[state.bins.bin_of(v) as usize].add(v);
-    }
+        if let Some(slot) = acc.get_mut(state.bins.bin_of(v) as usize) {
+            slot.add(v);
+        }
+    })?;
     let start = si.bins.len() as u64;
     let mut n = 0u32;
     for (bin, sm) in si.acc.iter_mut().enumerate() {

@@ -71,6 +71,45 @@ pub(crate) fn encode(out: &mut [u8], ts_delta: u64, bytes: &[u8]) -> usize {
     n + l
 }
 
+/// Skips one LEB128 value; `None` if the input ends.
+#[inline(always)]
+fn skip_varint(input: &[u8], pos: &mut usize) -> Option<()> {
+    loop {
+        let b = *input.get(*pos)?;
+        *pos += 1;
+        if b < 0x80 {
+            return Some(());
+        }
+    }
+}
+
+/// Calls `f(bytes)` for each of `count` records of an encoded payload,
+/// without computing timestamps: the indexer's hot loop.
+#[inline]
+pub(crate) fn for_each_bytes(
+    payload: &[u8],
+    count: u32,
+    mut f: impl FnMut(&[u8]),
+) -> Result<(), &'static str> {
+    let mut pos = 0usize;
+    for _ in 0..count {
+        skip_varint(payload, &mut pos).ok_or("truncated timestamp delta")?;
+        let len = match payload.get(pos) {
+            Some(&b) if b < 0x80 => {
+                pos += 1;
+                b as usize
+            }
+            _ => get_varint(payload, &mut pos).ok_or("truncated record length")? as usize,
+        };
+        let bytes = payload
+            .get(pos..pos.wrapping_add(len))
+            .ok_or("record length runs past the chunk")?;
+        f(bytes);
+        pos += len;
+    }
+    Ok(())
+}
+
 /// Iterates `(timestamp, bytes)` over an encoded payload. Stops with an error
 /// message on malformed input instead of panicking.
 pub(crate) struct RecordIter<'a> {
@@ -143,6 +182,23 @@ mod tests {
             .map(|r| r.map(|(t, b)| (t, b.to_vec())).unwrap_or((0, vec![])))
             .collect();
         assert_eq!(got, recs);
+    }
+
+    #[test]
+    fn bytes_only_walk_matches_the_iterator() {
+        let mut buf = vec![0u8; 4096];
+        let mut n = 0;
+        for i in 0..40u64 {
+            n += encode(&mut buf[n..], i * 1000, &vec![i as u8; (i * 5) as usize]);
+        }
+        let mut a = Vec::new();
+        assert!(for_each_bytes(&buf[..n], 40, |b| a.push(b.to_vec())).is_ok());
+        let b: Vec<Vec<u8>> = RecordIter::new(&buf[..n], 0, 40)
+            .filter_map(|r| r.ok().map(|(_, b)| b.to_vec()))
+            .collect();
+        assert_eq!(a, b);
+        assert!(for_each_bytes(&buf[..n], 41, |_| {}).is_err());
+        assert!(for_each_bytes(&[0x80, 0x80], 1, |_| {}).is_err());
     }
 
     #[test]
