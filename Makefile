@@ -8,6 +8,7 @@
 #   RECORDING_DIR  telemetry recordings                 (recordings/)
 
 SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
 TMP_DATA_DIR  ?= $(CURDIR)/tmp-data

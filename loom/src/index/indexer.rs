@@ -54,6 +54,7 @@ struct SourceIndex {
     spans: AppendVec<BinSpan>,
     bins: AppendVec<BinSummary>,
     acc: Vec<BinSummary>,
+    touched: Vec<u32>,
 }
 
 /// Readers' view of one source's summaries.
@@ -154,6 +155,7 @@ fn run(
                         spans: AppendVec::new(PAGE),
                         bins: AppendVec::new(PAGE),
                         acc: vec![BinSummary::default(); total],
+                        touched: Vec::new(),
                     });
                 }
                 IndexMsg::Chunk {
@@ -225,24 +227,29 @@ fn index_chunk(
         .ok_or("chunk length out of bounds")?;
     let state = &si.state;
     let acc = &mut si.acc;
+    // Bins touched by this chunk, so emitting and resetting costs per
+    // non-empty bin, not per declared bin (sources may declare thousands).
+    let touched = &mut si.touched;
+    touched.clear();
     for_each_bytes(payload, header.count, |b| {
         let v = state.value(b);
-        if let Some(slot) = acc.get_mut(state.bins.bin_of(v) as usize) {
+        let bin = state.bins.bin_of(v);
+        if let Some(slot) = acc.get_mut(bin as usize) {
+            if slot.count == 0 {
+                touched.push(bin);
+            }
             slot.add(v);
         }
     })?;
+    touched.sort_unstable();
     let start = si.bins.len() as u64;
-    let mut n = 0u32;
-    for (bin, sm) in si.acc.iter_mut().enumerate() {
-        if sm.count > 0 {
-            si.bins.push(BinSummary {
-                bin: bin as u32,
-                ..*sm
-            });
-            *sm = BinSummary::default();
-            n += 1;
-        }
+    for &bin in touched.iter() {
+        let sm = std::mem::take(&mut si.acc[bin as usize]);
+        si.bins.push(BinSummary { bin, ..sm });
     }
-    si.spans.push(BinSpan { start, len: n });
+    si.spans.push(BinSpan {
+        start,
+        len: touched.len() as u32,
+    });
     Ok(())
 }
