@@ -36,9 +36,16 @@ pub struct Config {
     /// writer waits for it. Default 512: the chunks it still has to read
     /// pin their blocks in memory, and 512 default chunks are two blocks.
     pub max_index_lag: u64,
-    /// Call `fdatasync` after each flushed block, so full blocks survive power
-    /// loss and not only a process crash. Default true.
+    /// Call `fdatasync`: on every `persist`, and for full blocks at least
+    /// every `sync_interval_ms`. Default true. With false, written data
+    /// survives a crash of the process but not of the machine.
     pub sync_data: bool,
+    /// Full blocks are `fdatasync`ed at least this often (ms), so a power
+    /// loss costs at most this much of data that was never persisted. 0
+    /// syncs after every block, which cost about 15 % of write bandwidth on
+    /// this project's machines (dd with 16 MiB direct writes: 1.8 GB/s,
+    /// 1.5 GB/s with a sync after each). Default 1000.
+    pub sync_interval_ms: u64,
 }
 
 impl Default for Config {
@@ -51,6 +58,7 @@ impl Default for Config {
             max_index_lag: 512,
             flush_mode: FlushMode::Direct,
             sync_data: true,
+            sync_interval_ms: 1000,
         }
     }
 }

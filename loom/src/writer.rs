@@ -110,6 +110,7 @@ pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
         layout,
         config.flush_mode,
         config.sync_data,
+        std::time::Duration::from_millis(config.sync_interval_ms),
     );
     if flusher.thread.is_none() {
         return Err(Error::FlushFailed(
@@ -448,7 +449,13 @@ impl Writer {
         }
     }
 
-    fn send(&mut self, block: SlabView<u8>, base: u64, from: usize, to: usize) -> Result<u64> {
+    fn send(
+        &mut self,
+        block: SlabView<u8>,
+        base: u64,
+        (from, to): (usize, usize),
+        durable: bool,
+    ) -> Result<u64> {
         let id = self.next_job;
         self.next_job += 1;
         self.flusher
@@ -459,6 +466,7 @@ impl Writer {
                 base,
                 from,
                 to,
+                durable,
             })
             .map_err(|_| Error::FlushFailed("the flusher thread has stopped".into()))?;
         Ok(id)
@@ -472,7 +480,7 @@ impl Writer {
         self.block.spare_mut().fill(0);
         self.block.advance(cap - len);
         let from = self.block_durable - self.block_durable % IO_ALIGN;
-        let job = self.send(self.block.view(), self.block_base, from, cap)?;
+        let job = self.send(self.block.view(), self.block_base, (from, cap), false)?;
         let next = self.free_block()?;
         let full = std::mem::replace(&mut self.block, next);
         self.in_flight.push_back(BlockSlot {
@@ -556,22 +564,24 @@ impl Writer {
             self.seal(i)?;
         }
         let len = self.block.len();
-        let mut wait_for = self.next_job.checked_sub(1);
-        if len > self.block_durable {
+        // Always one durable job: it writes the current block's new bytes
+        // (if any) and syncs every file written since the last sync, and
+        // its acknowledgement also covers every earlier job.
+        let (view, range) = if len > self.block_durable {
             let to = len.div_ceil(IO_ALIGN) * IO_ALIGN;
             let to = to.min(self.block.capacity());
             self.block.spare_mut()[..to - len].fill(0);
             let from = self.block_durable - self.block_durable % IO_ALIGN;
             // SAFETY: the flusher drops this view before acknowledging, and we
             // wait for that acknowledgement below before writing past `len`.
-            let view = unsafe { self.block.padded_view(to) };
-            wait_for = Some(self.send(view, self.block_base, from, to)?);
-            self.block_durable = len;
-        }
-        if let Some(target) = wait_for {
-            while self.last_acked.is_none_or(|a| a < target) {
-                self.wait_ack()?;
-            }
+            (unsafe { self.block.padded_view(to) }, (from, to))
+        } else {
+            (self.block.view(), (0, 0))
+        };
+        let target = self.send(view, self.block_base, range, true)?;
+        self.block_durable = self.block_durable.max(len);
+        while self.last_acked.is_none_or(|a| a < target) {
+            self.wait_ack()?;
         }
         self.check_failed()?;
         self.sync();

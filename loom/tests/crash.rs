@@ -40,6 +40,7 @@ fn config() -> Config {
         flush_mode: FlushMode::Direct,
         sync_data: false,
         max_index_lag: 64,
+        sync_interval_ms: 1000,
     }
 }
 

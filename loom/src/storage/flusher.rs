@@ -10,6 +10,7 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 
@@ -24,6 +25,8 @@ pub(crate) struct FlushJob {
     pub base: u64,
     pub from: usize,
     pub to: usize,
+    /// Sync before acknowledging (a `persist`).
+    pub durable: bool,
 }
 
 /// The flusher's answer to a job.
@@ -43,11 +46,20 @@ struct State {
     layout: Layout,
     mode: FlushMode,
     sync_data: bool,
+    sync_interval: Duration,
+    last_sync: Instant,
+    unsynced: Vec<u64>,
     files: HashMap<u64, File>,
 }
 
 impl Flusher {
-    pub(crate) fn start(dir: PathBuf, layout: Layout, mode: FlushMode, sync_data: bool) -> Self {
+    pub(crate) fn start(
+        dir: PathBuf,
+        layout: Layout,
+        mode: FlushMode,
+        sync_data: bool,
+        sync_interval: Duration,
+    ) -> Self {
         let (jobs, job_rx) = crossbeam_channel::unbounded::<FlushJob>();
         let (ack_tx, acks) = crossbeam_channel::unbounded::<FlushAck>();
         let mut state = State {
@@ -55,6 +67,9 @@ impl Flusher {
             layout,
             mode,
             sync_data,
+            sync_interval,
+            last_sync: Instant::now(),
+            unsynced: Vec::new(),
             files: HashMap::new(),
         };
         let thread = std::thread::Builder::new()
@@ -118,24 +133,44 @@ impl State {
             .as_slice()
             .get(job.from..job.to)
             .ok_or_else(|| format!("flush range {}..{} outside the block", job.from, job.to))?;
-        let sync_data = self.sync_data;
+        let dir = self.dir.clone();
+        if !bytes.is_empty() {
+            self.write_range(seg, off + job.from as u64, bytes)?;
+        }
+        let due = job.durable || self.last_sync.elapsed() >= self.sync_interval;
+        if self.sync_data && due {
+            for s in std::mem::take(&mut self.unsynced) {
+                if let Some(f) = self.files.get(&s) {
+                    f.sync_data().map_err(|e| {
+                        format!(
+                            "{}: fdatasync failed: {e}",
+                            Layout::segment_path(&dir, s).display()
+                        )
+                    })?;
+                }
+            }
+            self.last_sync = Instant::now();
+        }
+        Ok(())
+    }
+
+    fn write_range(&mut self, seg: u64, at: u64, bytes: &[u8]) -> Result<(), String> {
         let dir = self.dir.clone();
         let file = self.open(seg)?;
-        file.write_all_at(bytes, off + job.from as u64)
-            .map_err(|e| {
-                format!(
-                    "{}: write failed: {e}",
-                    Layout::segment_path(&dir, seg).display()
-                )
-            })?;
-        if sync_data {
-            file.sync_data().map_err(|e| {
-                format!(
-                    "{}: fdatasync failed: {e}",
-                    Layout::segment_path(&dir, seg).display()
-                )
-            })?;
+        file.write_all_at(bytes, at).map_err(|e| {
+            format!(
+                "{}: write failed: {e}",
+                Layout::segment_path(&dir, seg).display()
+            )
+        })?;
+        if !self.unsynced.contains(&seg) {
+            self.unsynced.push(seg);
         }
+        // The log only moves forward: keep descriptors for the segment being
+        // written and any still waiting for a sync.
+        let unsynced = &self.unsynced;
+        self.files
+            .retain(|&s, _| s + 1 >= seg || unsynced.contains(&s));
         Ok(())
     }
 }

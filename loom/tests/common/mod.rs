@@ -26,6 +26,7 @@ pub fn small_config() -> Config {
         flush_mode: FlushMode::Direct,
         sync_data: false,
         max_index_lag: 16,
+        sync_interval_ms: 1000,
     }
 }
 
