@@ -15,7 +15,8 @@ const PROBES: [&str; 2] = ["syscall_latency", "page_cache"];
 
 fn main() {
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let btf = env::var("LOOM_VMLINUX_BTF").unwrap_or_else(|_| "/sys/kernel/btf/vmlinux".to_string());
+    let btf =
+        env::var("LOOM_VMLINUX_BTF").unwrap_or_else(|_| "/sys/kernel/btf/vmlinux".to_string());
     println!("cargo:rerun-if-env-changed=LOOM_VMLINUX_BTF");
     println!("cargo:rerun-if-changed=src/bpf/events.h");
 

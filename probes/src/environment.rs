@@ -34,6 +34,16 @@ pub fn ensure_tracefs(mount: bool) -> Result<(), ProbeError> {
     if tracefs_ready() {
         return Ok(());
     }
+    // tracefs is mode 0700: unprivileged users cannot even see that it is mounted.
+    let denied = [TRACEFS, TRACEFS_DEBUGFS].iter().any(|d| {
+        std::fs::read_dir(d).is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied)
+    });
+    if denied {
+        return Err(ProbeError::PermissionDenied {
+            step: "looking up tracepoints".to_string(),
+            detail: format!("{TRACEFS} is not readable"),
+        });
+    }
     let mut mount_error = String::new();
     if mount {
         match mount_tracefs() {

@@ -26,7 +26,9 @@ pub enum ProbeError {
         mount_error: String,
     },
     /// The kernel refused: loading eBPF needs privileges.
-    #[error("permission denied while {step}: run as root (or with CAP_BPF and CAP_PERFMON): {detail}")]
+    #[error(
+        "permission denied while {step}: run as root (or with CAP_BPF and CAP_PERFMON): {detail}"
+    )]
     PermissionDenied {
         /// What was being done.
         step: String,

@@ -58,6 +58,33 @@ pub enum ProbeEvent {
     PageCache(PageCacheEvent),
 }
 
+impl ProbeEvent {
+    /// The telemetry record of this event, with times in µs since `epoch_ns`
+    /// (a CLOCK_MONOTONIC time in ns; earlier events get 0) and the duration
+    /// truncated to whole µs.
+    pub fn to_record(&self, epoch_ns: u64) -> telemetry::Record {
+        let us = |ns: u64| ns.saturating_sub(epoch_ns) / 1000;
+        match self {
+            ProbeEvent::Syscall(s) => telemetry::Record::Syscall(telemetry::Syscall {
+                pid: s.pid,
+                tid: s.tid,
+                nr: s.nr,
+                start_us: us(s.start_ns),
+                duration_us: s.duration_ns / 1000,
+            }),
+            ProbeEvent::PageCache(p) => telemetry::Record::PageCache(telemetry::PageCache {
+                pid: p.pid,
+                tid: p.tid,
+                timestamp_us: us(p.time_ns),
+                pfn: p.pfn,
+                inode: p.inode,
+                index: p.index,
+                device: p.device,
+            }),
+        }
+    }
+}
+
 /// Plain-old-data event structs that can be read from ring-buffer bytes.
 pub(crate) trait RawEvent: Copy {
     /// Reads one event from the start of `bytes`, or `None` if it is too short.

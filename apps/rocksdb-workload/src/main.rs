@@ -1,1 +1,151 @@
-fn main() {}
+//! `rocksdb-workload`: flags → [`rocksdb_workload::run`], progress on stdout.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+use rocksdb_workload::{Destination, WorkloadConfig};
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Alternative {
+    /// Count and discard.
+    Noop,
+    /// Frames over TCP to --addr.
+    Tcp,
+    /// Frames appended to --output-path.
+    RawToFile,
+}
+
+/// Embedded RocksDB under a read-mostly load, sending KV op (and optionally
+/// syscall and page-cache) telemetry to a destination.
+#[derive(Debug, Parser)]
+#[command(version)]
+struct Args {
+    /// RocksDB databases in this process.
+    #[arg(long, default_value_t = 3)]
+    instances: usize,
+    /// Worker threads per database.
+    #[arg(long, default_value_t = 16)]
+    threads_per_instance: usize,
+    /// Fraction of operations that are reads of the hot key range.
+    #[arg(long, default_value_t = 0.9)]
+    read_ratio: f64,
+    /// Size of the hot key range that reads pick from.
+    #[arg(long, default_value_t = 100_000)]
+    hot_keys: u64,
+    /// Size of the key range that writes pick from.
+    #[arg(long, default_value_t = 100_000_000)]
+    key_space: u64,
+    /// Bytes per written value.
+    #[arg(long, default_value_t = 128)]
+    value_size: usize,
+    /// Measured run time after the warmup, s.
+    #[arg(long, default_value_t = 60)]
+    duration_seconds: u64,
+    /// Warmup before telemetry and measurement start, s.
+    #[arg(long, default_value_t = 15)]
+    warmup_seconds: u64,
+    /// Directory for the databases (instance-N sub-directories are recreated).
+    #[arg(long, default_value = "/tmp/loom-rocksdb-workload")]
+    rocksdb_path: PathBuf,
+    /// Drop the page cache every this many seconds.
+    #[arg(long, default_value_t = 10)]
+    drop_caches_interval_s: u64,
+    /// Never drop the page cache.
+    #[arg(long)]
+    no_drop_caches: bool,
+    /// Attach the syscall-latency probe to this process (phase P2).
+    #[arg(long)]
+    syscalls: bool,
+    /// Attach the page-cache probe to this process (phase P3 with --syscalls).
+    #[arg(long)]
+    page_cache: bool,
+    /// Destination other than a recording file.
+    #[arg(long, value_enum)]
+    alternative_recording: Option<Alternative>,
+    /// Address for --alternative-recording tcp.
+    #[arg(long, default_value = "127.0.0.1:7000")]
+    addr: String,
+    /// File to write: a recording (telemetry recording format) unless
+    /// --alternative-recording says otherwise.
+    #[arg(long)]
+    output_path: Option<PathBuf>,
+    /// Records per batch from each worker thread.
+    #[arg(long, default_value_t = 256)]
+    batch_size: usize,
+}
+
+fn destination(args: &Args) -> Result<Destination, String> {
+    match (args.alternative_recording, &args.output_path) {
+        (Some(Alternative::Noop), _) => Ok(Destination::Noop),
+        (Some(Alternative::Tcp), _) => Ok(Destination::Tcp(args.addr.clone())),
+        (Some(Alternative::RawToFile), Some(p)) => Ok(Destination::RawToFile(p.clone())),
+        (Some(Alternative::RawToFile), None) => Err("raw-to-file needs --output-path".to_string()),
+        (None, Some(p)) => Ok(Destination::Recording(p.clone())),
+        (None, None) => Err(
+            "give --output-path FILE or --alternative-recording noop|tcp|raw-to-file".to_string(),
+        ),
+    }
+}
+
+fn main() -> ExitCode {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    let args = Args::parse();
+    let destination = match destination(&args) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("rocksdb-workload: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let config = WorkloadConfig {
+        instances: args.instances,
+        threads_per_instance: args.threads_per_instance,
+        read_ratio: args.read_ratio,
+        hot_keys: args.hot_keys,
+        key_space: args.key_space,
+        value_size: args.value_size,
+        duration: Duration::from_secs(args.duration_seconds),
+        warmup: Duration::from_secs(args.warmup_seconds),
+        rocksdb_path: args.rocksdb_path.clone(),
+        drop_caches_interval: (!args.no_drop_caches && args.drop_caches_interval_s > 0)
+            .then(|| Duration::from_secs(args.drop_caches_interval_s)),
+        syscalls: args.syscalls,
+        page_cache: args.page_cache,
+        destination,
+        batch_size: args.batch_size,
+        ..WorkloadConfig::default()
+    };
+    println!(
+        "Phase: {} destination: {:?}",
+        config.phase(),
+        config.destination
+    );
+    let result = rocksdb_workload::run(
+        config,
+        |p| println!("{p}"),
+        |e| println!("[rocksdb-workload] {e}"),
+    );
+    match result {
+        Ok(s) => {
+            println!(
+                "Total sent: {} records (App: {}, Syscall: {}, Page cache: {}), Dropped: {} (app channel: {}, probe channel: {}, kernel: {})",
+                s.sent(),
+                s.kv_sent,
+                s.syscall_sent,
+                s.page_cache_sent,
+                s.dropped(),
+                s.app_dropped,
+                s.probes.channel_drops,
+                s.probes.kernel_drops()
+            );
+            println!("Average rocksdb rate per sec: {:.1}", s.ops_per_sec());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("rocksdb-workload: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! A 20 s live P3 run (KV ops + syscall and page-cache probes) into the real
+//! `loom-app` endpoint: everything the workload says it sent is received, and
+//! the phase queries return plausible answers over the whole run.
+//!
+//! Needs root (the probes load into the kernel) and the `loom-app` binary
+//! next to this test's profile directory (`make test` builds every binary
+//! first; otherwise `cargo build [--release] -p loom-app`).
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use rocksdb_workload::{Destination, WorkloadConfig};
+
+fn loom_app_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    // target/<profile>/deps/<test> -> target/<profile>/loom-app
+    let bin = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .map(|profile| profile.join("loom-app"))
+        .expect("profile directory");
+    assert!(
+        bin.exists(),
+        "{} is missing: build it first (cargo build --release -p loom-app, or make test)",
+        bin.display()
+    );
+    bin
+}
+
+/// `key=value` pairs of a machine-output line.
+fn fields(line: &str) -> HashMap<String, String> {
+    line.split_whitespace()
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn num(map: &HashMap<String, String>, key: &str) -> u64 {
+    map.get(key)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no numeric {key} in {map:?}"))
+}
+
+#[test]
+fn live_p3_run_into_loom_app_arrives_whole_and_answers_queries() {
+    let store = tempfile::tempdir().expect("store dir");
+    let data = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("rocksdb dir");
+    let mut app = Command::new(loom_app_binary())
+        .args([
+            "--addr",
+            "127.0.0.1:0",
+            "--query",
+            "rocksdb-p1,rocksdb-p2,rocksdb-p3",
+            "--query-at-end",
+            "--stop-after-connections",
+            "1",
+            "--machine-output",
+            "--timestamps",
+            "event",
+            "--report-interval-s",
+            "5",
+        ])
+        .arg("--loom-path")
+        .arg(store.path())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start loom-app");
+    let mut lines = BufReader::new(app.stdout.take().expect("stdout")).lines();
+    let first = lines.next().expect("loom-app said nothing").expect("read");
+    let addr = first
+        .split_whitespace()
+        .nth(3)
+        .map(|a| a.trim_end_matches(','))
+        .unwrap_or_else(|| panic!("no address in {first:?}"))
+        .to_string();
+
+    let config = WorkloadConfig {
+        instances: 2,
+        threads_per_instance: 4,
+        duration: Duration::from_secs(20),
+        warmup: Duration::from_secs(2),
+        rocksdb_path: data.path().to_path_buf(),
+        drop_caches_interval: Some(Duration::from_secs(5)),
+        syscalls: true,
+        page_cache: true,
+        destination: Destination::Tcp(addr),
+        ..WorkloadConfig::default()
+    };
+    let summary =
+        rocksdb_workload::run(config, |_| {}, |_| {}).unwrap_or_else(|e| panic!("workload: {e}"));
+
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = app.wait().expect("loom-app exit");
+    assert!(
+        status.success(),
+        "loom-app failed: {status}\n{}",
+        rest.join("\n")
+    );
+    let find = |prefix: &str| {
+        rest.iter()
+            .find(|l| l.starts_with(prefix))
+            .map(|l| fields(l))
+            .unwrap_or_else(|| panic!("no {prefix} line in:\n{}", rest.join("\n")))
+    };
+
+    eprintln!(
+        "workload: {summary:?}\nloom-app:\n{}",
+        rest.iter()
+            .filter(|l| l.starts_with("ANSWER") || l.starts_with("STATS") || l.starts_with("Final"))
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    // Everything sent arrived; what loom-app itself dropped is counted.
+    let stats = find("STATS ");
+    let received = num(&stats, "received");
+    assert_eq!(received, summary.sent(), "received vs sent; {summary:?}");
+    assert_eq!(num(&stats, "ingested") + num(&stats, "dropped"), received);
+    assert_eq!(num(&stats, "bad_connections"), 0);
+    let lossless = num(&stats, "dropped") == 0;
+    assert!(
+        summary.kv_sent > 0 && summary.syscall_sent > 0,
+        "{summary:?}"
+    );
+
+    // P1: KV read latency over the whole run.
+    let p1 = find("ANSWER query=rocksdb-p1");
+    let reads = num(&p1, "count");
+    assert!(
+        reads > 0 && reads <= summary.kv_sent,
+        "reads {reads} of {}",
+        summary.kv_sent
+    );
+    if lossless {
+        assert!(
+            reads * 10 >= summary.kv_sent * 8,
+            "reads {reads} vs 90 % of {}",
+            summary.kv_sent
+        );
+    }
+    assert!(num(&p1, "max") >= num(&p1, "p9999"), "{p1:?}");
+    // P2: pread64 latency (RocksDB reads SST blocks with pread64).
+    let p2 = find("ANSWER query=rocksdb-p2");
+    assert!(
+        num(&p2, "count") > 0 && num(&p2, "count") <= summary.syscall_sent,
+        "{p2:?}"
+    );
+    assert!(num(&p2, "max") >= num(&p2, "p9999"), "{p2:?}");
+    // P3: page-cache events, all of them when nothing was dropped.
+    let p3 = find("ANSWER query=rocksdb-p3");
+    if lossless {
+        assert_eq!(num(&p3, "count"), summary.page_cache_sent, "{p3:?}");
+    } else {
+        assert!(num(&p3, "count") <= summary.page_cache_sent, "{p3:?}");
+    }
+}

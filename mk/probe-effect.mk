@@ -1,0 +1,120 @@
+# Probe effect (figure 13) and live RocksDB recordings.
+# Included by the root Makefile (include mk/*.mk; its SHELL is bash with pipefail).
+# Needs root: the eBPF probes load into the kernel and the ramdisk is mounted.
+#
+# Recordings of the live workload (phases of DESIGN.md), for e2e replays:
+#   make record-rocksdb-p1 RECORD_DURATION=120   # KV op records only      -> recordings/rocksdb-p1
+#   make record-rocksdb-p2 RECORD_DURATION=120   # + syscalls              -> recordings/rocksdb-p2
+#   make record-rocksdb-p3 RECORD_DURATION=120   # + page cache            -> recordings/rocksdb-p3
+#
+# Probe effect: the live P3 workload sends its telemetry to an endpoint; the
+# RocksDB throughput lost compared with the noop endpoint is the probe effect.
+#   make pe-build
+#   make pe-rocksdb-noop                          # -> evaluation-output/pe-noop
+#   make pe-file-writer-app   (terminal 1)        # endpoint: frames appended to a file
+#   make pe-rocksdb OUT_FILE=file-writer          # -> evaluation-output/pe-file-writer
+#   make pe-mach-app          (terminal 1, alias pe-loom-app): loom-app --query probe-effect
+#   make pe-rocksdb OUT_FILE=loom                 # -> evaluation-output/pe-loom
+#   make pe-all                                   # the three above in sequence, endpoints started for you
+#
+# Variables: PE_DURATION (s, 120), PE_WARMUP (s, 15), PE_ADDR (127.0.0.1:7878, the
+# loom-app default), PE_INSTANCES (3), PE_THREADS (16), PE_FLAGS (extra workload
+# flags), RECORD_DURATION (s, 120), RECORD_WARMUP (s, 15), RECORD_FLAGS,
+# RAMDISK_MOUNT (/mnt/loom-ramdisk), RAMDISK_SIZE (4G).
+#
+# RocksDB data of probe-effect runs lives on a memory-backed ext4 file system at
+# RAMDISK_MOUNT (an ext4 image in /dev/shm on a loop device, mounted here when
+# absent) so disk noise does not blur the probe effect while page-cache events
+# still happen (tmpfs pages bypass the traced page-cache insertion). If the
+# loop mount fails, /dev/shm is used directly (then P3 sees few page-cache events).
+
+CARGO ?= cargo
+CARGO_RELEASE_DIR ?= target/release
+RECORDING_DIR ?= recordings
+EVAL_OUT ?= evaluation-output
+TMP_DATA_DIR ?= tmp-data
+
+PE_DURATION ?= 120
+PE_WARMUP ?= 15
+PE_ADDR ?= 127.0.0.1:7878
+PE_INSTANCES ?= 3
+PE_THREADS ?= 16
+PE_FLAGS ?=
+OUT_FILE ?= loom
+RECORD_DURATION ?= 120
+RECORD_WARMUP ?= 15
+RECORD_FLAGS ?=
+RAMDISK_MOUNT ?= /mnt/loom-ramdisk
+RAMDISK_SIZE ?= 4G
+RAMDISK_IMAGE ?= /dev/shm/loom-ramdisk.ext4
+
+PE_WORKLOAD = $(CARGO_RELEASE_DIR)/rocksdb-workload
+PE_P3 = --syscalls --page-cache
+PE_COMMON = --instances $(PE_INSTANCES) --threads-per-instance $(PE_THREADS) \
+	--warmup-seconds $(PE_WARMUP) --duration-seconds $(PE_DURATION) $(PE_FLAGS)
+# Resolved when a recipe runs, after pe-ramdisk: the mount, or the /dev/shm fallback.
+PE_DB = $$(if mountpoint -q $(RAMDISK_MOUNT); then echo $(RAMDISK_MOUNT); else echo /dev/shm; fi)/rocksdb-workload
+
+RECORD_PHASES := p1 p2 p3
+record_flags_p1 :=
+record_flags_p2 := --syscalls
+record_flags_p3 := --syscalls --page-cache
+
+.PHONY: pe-build pe-ramdisk pe-rocksdb-noop pe-rocksdb pe-file-writer-app pe-mach-app pe-loom-app \
+	pe-all $(addprefix record-rocksdb-,$(RECORD_PHASES))
+
+pe-build:
+	$(CARGO) build --release -p rocksdb-workload -p file-writer-app -p loom-app
+
+# Memory-backed ext4 at RAMDISK_MOUNT (idempotent; falls back to /dev/shm).
+pe-ramdisk:
+	@if mountpoint -q $(RAMDISK_MOUNT); then \
+		echo "pe-ramdisk: $(RAMDISK_MOUNT) already mounted"; \
+	else \
+		mkdir -p $(RAMDISK_MOUNT) && \
+		truncate -s $(RAMDISK_SIZE) $(RAMDISK_IMAGE) && \
+		mkfs.ext4 -q -F $(RAMDISK_IMAGE) && \
+		mount -o loop $(RAMDISK_IMAGE) $(RAMDISK_MOUNT) && \
+		echo "pe-ramdisk: mounted $(RAMDISK_IMAGE) ($(RAMDISK_SIZE)) at $(RAMDISK_MOUNT)" || \
+		{ rm -f $(RAMDISK_IMAGE); echo "pe-ramdisk: loop mount failed; RocksDB data goes to /dev/shm" >&2; }; \
+	fi
+
+# Live recordings: RocksDB data on disk under TMP_DATA_DIR (page-cache misses are real).
+$(addprefix record-rocksdb-,$(RECORD_PHASES)): record-rocksdb-%: pe-build
+	mkdir -p $(RECORDING_DIR) $(TMP_DATA_DIR)
+	$(PE_WORKLOAD) $(record_flags_$*) --warmup-seconds $(RECORD_WARMUP) \
+		--duration-seconds $(RECORD_DURATION) --rocksdb-path $(TMP_DATA_DIR)/rocksdb-workload \
+		--output-path $(RECORDING_DIR)/rocksdb-$* $(RECORD_FLAGS)
+	@ls -l $(RECORDING_DIR)/rocksdb-$*
+
+pe-rocksdb-noop: pe-build pe-ramdisk
+	mkdir -p $(EVAL_OUT)
+	$(PE_WORKLOAD) $(PE_P3) $(PE_COMMON) --rocksdb-path $(PE_DB) \
+		--alternative-recording noop 2>&1 | tee $(EVAL_OUT)/pe-noop
+
+# Live P3 workload sending to the endpoint at PE_ADDR; log evaluation-output/pe-$(OUT_FILE).
+pe-rocksdb: pe-build pe-ramdisk
+	mkdir -p $(EVAL_OUT)
+	$(PE_WORKLOAD) $(PE_P3) $(PE_COMMON) --rocksdb-path $(PE_DB) \
+		--alternative-recording tcp --addr $(PE_ADDR) 2>&1 | tee $(EVAL_OUT)/pe-$(OUT_FILE)
+
+# Endpoints (run in another terminal before `make pe-rocksdb`); each exits
+# after one connection ended.
+pe-file-writer-app: pe-build
+	mkdir -p $(EVAL_OUT) $(TMP_DATA_DIR)
+	$(CARGO_RELEASE_DIR)/file-writer-app --addr $(PE_ADDR) --connections 1 \
+		--output-path $(TMP_DATA_DIR)/pe-file-writer.frames 2>&1 | tee $(EVAL_OUT)/pe-file-writer-app
+
+pe-mach-app pe-loom-app: pe-build
+	mkdir -p $(EVAL_OUT)
+	$(CARGO_RELEASE_DIR)/loom-app --addr $(PE_ADDR) --query probe-effect \
+		--stop-after-connections 1 2>&1 | tee $(EVAL_OUT)/pe-loom-app
+
+# noop, file writer and Loom in sequence, starting each endpoint in the background.
+pe-all: pe-build pe-ramdisk
+	$(MAKE) --no-print-directory pe-rocksdb-noop
+	$(MAKE) --no-print-directory pe-file-writer-app > /dev/null & sleep 1; \
+		$(MAKE) --no-print-directory pe-rocksdb OUT_FILE=file-writer; wait
+	$(MAKE) --no-print-directory pe-loom-app > /dev/null & sleep 2; \
+		$(MAKE) --no-print-directory pe-rocksdb OUT_FILE=loom; wait
+	@grep -H "Average rocksdb rate per sec" $(EVAL_OUT)/pe-noop $(EVAL_OUT)/pe-file-writer $(EVAL_OUT)/pe-loom
