@@ -32,6 +32,7 @@ build: deps
 test: deps
 	cargo build --release --workspace --bins --examples 2>&1 | tail -n 3
 	cargo test --release --workspace --no-fail-fast
+	$(MAKE) --no-print-directory figures-test
 
 lint:
 	cargo fmt --all -- --check
