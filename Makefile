@@ -40,7 +40,11 @@ lint:
 
 # Engine-only demo: generated telemetry ingested at full speed while another
 # thread asks windowed questions, each answer checked against brute force.
-demo: demo-engine
+# The main job: a recording (live eBPF + RocksDB when possible, else
+# synthetic) replayed into loom-app, which answers the phase questions while
+# data flows. About three minutes after the build.
+demo: build
+	BIN=$(CARGO_RELEASE_DIR) TMP_DATA_DIR=$(TMP_DATA_DIR) bash scripts/demo.sh
 
 demo-engine: deps
 	cargo build --release -p loom --example demo

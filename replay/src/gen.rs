@@ -6,8 +6,8 @@
 //! - **P3**: P2 plus page-cache insertions, 0.3 per KV op on average.
 //!
 //! `rate` is KV ops per second; other kinds scale with it as above.
-//! Latencies are heavy tailed: a lognormal body with a Pareto tail taken with
-//! a small probability, plus a few *slow bursts* (about one per 30 s, each
+//! Latencies are heavy tailed: a lognormal body with a Pareto tail (scale 4x
+//! the median, shape 1.3) taken with probability 0.03 %, plus a few *slow bursts* (about one per 30 s, or three per recording when shorter than 90 s; each
 //! 100–300 ms long) during which latencies are multiplied by 8. Everything is
 //! drawn from [`SplitMix64`] seeded by `seed`, so the same parameters give the
 //! same bytes.
@@ -115,7 +115,7 @@ const SYSCALLS: [(u32, f64, f64, f64); 5] = [
 ];
 const PAGE_CACHE_PER_OP: f64 = 0.3;
 const READ_FRACTION: f64 = 0.9;
-const TAIL_PROBABILITY: f64 = 0.002;
+const TAIL_PROBABILITY: f64 = 0.0003;
 const BURST_FACTOR: f64 = 8.0;
 const MEAN_BURST_GAP_S: f64 = 30.0;
 const MAX_LATENCY_US: f64 = 2_000_000.0;
@@ -136,7 +136,7 @@ impl Gen {
     /// Heavy-tailed latency in µs: lognormal body, Pareto tail, burst factor.
     fn latency(&mut self, t: u64, median: f64, sigma: f64) -> u64 {
         let mut v = if self.rng.chance(TAIL_PROBABILITY) {
-            self.rng.pareto(median * 10.0, 1.3)
+            self.rng.pareto(median * 4.0, 1.3)
         } else {
             self.rng.lognormal(median, sigma)
         };
@@ -259,8 +259,10 @@ pub fn generate<E>(
     // Place slow bursts first so they do not depend on the data drawn later.
     let mut bursts = Vec::new();
     let mut t = 0f64;
+    // Short recordings still get a few bursts.
+    let gap_s = MEAN_BURST_GAP_S.min(cfg.duration_s.max(0.0) / 3.0).max(1.0);
     loop {
-        t += MEAN_BURST_GAP_S * 1e6 * (0.5 + rng.uniform());
+        t += gap_s * 1e6 * (0.5 + rng.uniform());
         let start = t as u64;
         if start >= duration_us {
             break;
@@ -279,7 +281,12 @@ pub fn generate<E>(
     while t0 < duration_us {
         let tick = tick_us.min(duration_us - t0);
         let mut records = std::mem::take(&mut batch.records);
-        g.tick(t0, tick, kv_per_tick * tick as f64 / tick_us as f64, &mut records);
+        g.tick(
+            t0,
+            tick,
+            kv_per_tick * tick as f64 / tick_us as f64,
+            &mut records,
+        );
         batch.records = records;
         batch.arrival_us = t0 + tick;
         if !batch.records.is_empty() {
@@ -335,12 +342,18 @@ mod tests {
                 .count();
             assert!((9000..11000).contains(&kv), "kv {kv}");
             assert!((reads as f64 / kv as f64 - 0.9).abs() < 0.02);
-            let sys = recs.iter().filter(|r| matches!(r, Record::Syscall(_))).count();
+            let sys = recs
+                .iter()
+                .filter(|r| matches!(r, Record::Syscall(_)))
+                .count();
             let pread = recs
                 .iter()
                 .filter(|r| matches!(r, Record::Syscall(s) if s.nr == 17))
                 .count();
-            let pc = recs.iter().filter(|r| matches!(r, Record::PageCache(_))).count();
+            let pc = recs
+                .iter()
+                .filter(|r| matches!(r, Record::PageCache(_)))
+                .count();
             assert_eq!(sys > 0, phase != Phase::P1);
             assert_eq!(pread > 0, phase != Phase::P1);
             assert_eq!(pc > 0, phase == Phase::P3);

@@ -1,1 +1,8 @@
-//! placeholder
+//! Recordings tooling: the synthetic generator ([`gen`]), recording
+//! statistics ([`stats`]) and paced TCP replay ([`tcp`]). The binaries in
+//! `src/bin/` (`replay`, `tcp-replay`, `data-stats`) only parse flags and print.
+
+pub mod gen;
+pub mod rng;
+pub mod stats;
+pub mod tcp;

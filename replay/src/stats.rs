@@ -72,7 +72,10 @@ impl StatsBuilder {
         self.first.get_or_insert(b.arrival_us);
         self.last = self.last.max(b.arrival_us);
         for r in &b.records {
-            self.values.entry(r.source_id()).or_default().push(r.index_value());
+            self.values
+                .entry(r.source_id())
+                .or_default()
+                .push(r.index_value());
         }
     }
 

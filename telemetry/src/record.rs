@@ -165,6 +165,14 @@ impl KvOp {
                 })
             }
         };
+        if b[5..8] != [0, 0, 0] {
+            // Reserved bytes must be zero, so every record has one encoding.
+            return Err(DecodeError::BadField {
+                kind: "kv",
+                field: "reserved",
+                value: u64::from(b[5]) | u64::from(b[6]) << 8 | u64::from(b[7]) << 16,
+            });
+        }
         Ok(KvOp {
             thread_id: u32_at(b, 0),
             op,
@@ -512,6 +520,15 @@ mod tests {
         assert!(matches!(
             KvOp::decode(&b),
             Err(DecodeError::BadField { field: "op", .. })
+        ));
+        let mut b = vec![0u8; 24];
+        b[6] = 1;
+        assert!(matches!(
+            KvOp::decode(&b),
+            Err(DecodeError::BadField {
+                field: "reserved",
+                ..
+            })
         ));
     }
 }

@@ -1,0 +1,36 @@
+//! How each telemetry source is declared in the engine (range index bins).
+
+use loom::RangeIndexSpec;
+use telemetry::Kind;
+
+/// Width of a latency bin, µs.
+pub const LATENCY_BIN_US: u64 = 5;
+/// Number of regular latency bins (0..2 ms; slower values share the overflow bin).
+pub const LATENCY_BINS: u32 = 400;
+
+/// The range index declared for a source of `kind` on first sight:
+/// KV ops and syscalls get duration bins, page cache a single counting bin,
+/// packets destination-port bins.
+pub fn index_for(kind: Kind) -> RangeIndexSpec {
+    let extractor = kind.extractor();
+    match kind {
+        Kind::KvOp | Kind::Syscall => RangeIndexSpec {
+            extractor,
+            min: 0,
+            interval: LATENCY_BIN_US,
+            n_bins: LATENCY_BINS,
+        },
+        Kind::PageCache => RangeIndexSpec {
+            extractor,
+            min: 0,
+            interval: 1,
+            n_bins: 1,
+        },
+        Kind::Packet => RangeIndexSpec {
+            extractor,
+            min: 0,
+            interval: 1024,
+            n_bins: 64,
+        },
+    }
+}

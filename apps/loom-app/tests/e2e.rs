@@ -1,0 +1,224 @@
+//! End to end: a synthetic recording replayed at 10x into the real `loom-app`
+//! binary (event timestamps), every answer checked against brute force over
+//! the recording, while two other connections send garbage and get closed.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use replay::gen::{generate_file, GenConfig, Phase};
+use replay::stats::percentile_nearest_rank;
+use replay::tcp::{connect_with_retry, run, ReplayConfig};
+use telemetry::{KvOpKind, Record, RecordingReader};
+
+const T0: u64 = 3_000_000;
+const T1: u64 = 15_000_000;
+
+#[derive(Default)]
+struct Truth {
+    total: u64,
+    kv_reads: Vec<u64>,
+    pread: Vec<u64>,
+    page_cache: u64,
+    slow_reads: u64,
+}
+
+fn brute_force(path: &std::path::Path) -> Truth {
+    let mut t = Truth::default();
+    for b in RecordingReader::open(path).expect("open recording") {
+        let b = b.expect("read batch");
+        t.total += b.records.len() as u64;
+        for r in &b.records {
+            let ts = r.timestamp_us();
+            if !(T0..=T1).contains(&ts) {
+                continue;
+            }
+            match r {
+                Record::KvOp(k) if k.op == KvOpKind::Read => {
+                    t.kv_reads.push(k.duration_us);
+                    if k.duration_us > 80 {
+                        t.slow_reads += 1;
+                    }
+                }
+                Record::Syscall(s) if s.nr == 17 => t.pread.push(s.duration_us),
+                Record::PageCache(_) => t.page_cache += 1,
+                _ => {}
+            }
+        }
+    }
+    t.kv_reads.sort_unstable();
+    t.pread.sort_unstable();
+    t
+}
+
+fn fields(line: &str) -> HashMap<String, String> {
+    line.split_whitespace()
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn latency_fields(v: &[u64]) -> (String, String, String) {
+    let show = |x: Option<u64>| x.map_or("none".to_string(), |x| x.to_string());
+    (
+        v.len().to_string(),
+        show(v.last().copied()),
+        show(percentile_nearest_rank(v, 0.9999)),
+    )
+}
+
+/// Sends `bytes` and waits until the app closes the connection.
+fn garbage_connection(addr: &str, bytes: &[u8]) {
+    let mut s = TcpStream::connect(addr).expect("connect garbage");
+    // The app may close before reading everything; a failed write is fine.
+    let _ = s.write_all(bytes);
+    let _ = s.shutdown(std::net::Shutdown::Write);
+    let mut sink = Vec::new();
+    let _ = s.read_to_end(&mut sink);
+}
+
+#[test]
+fn replay_into_loom_app_matches_brute_force_and_survives_garbage() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rec = dir.path().join("rocksdb-p3");
+    let cfg = GenConfig {
+        phase: Phase::P3,
+        duration_s: 20.0,
+        rate: 3_000.0,
+        seed: 42,
+        ..GenConfig::default()
+    };
+    generate_file(&cfg, &rec).expect("generate");
+    let truth = brute_force(&rec);
+    assert!(truth.kv_reads.len() > 10_000 && truth.page_cache > 0 && !truth.pread.is_empty());
+    assert!(truth.slow_reads > 0);
+
+    let mut app = Command::new(env!("CARGO_BIN_EXE_loom-app"))
+        .args([
+            "--addr",
+            "127.0.0.1:0",
+            "--timestamps",
+            "event",
+            "--query",
+            "rocksdb-p1,rocksdb-p2,rocksdb-p3,ablation-timerange,ablation-noindex,ablation-onlytime,ablation-onlyrange",
+            "--query-at-end",
+            "--query-window-us",
+            &format!("{T0},{T1}"),
+            "--stop-after-connections",
+            "3",
+            "--machine-output",
+            "--queue-capacity",
+            "1000000",
+            "--report-interval-s",
+            "1",
+            "--loom-path",
+        ])
+        .arg(dir.path().join("store"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn loom-app");
+    let stdout = app.stdout.take().expect("stdout");
+    let stderr = app.stderr.take().expect("stderr");
+    let err_thread = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = BufReader::new(stderr).read_to_string(&mut s);
+        s
+    });
+    let (tx, rx) = mpsc::channel::<String>();
+    let out_thread = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let _ = tx.send(line);
+        }
+    });
+    // First line names the bound address.
+    let first = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("loom-app started");
+    let addr = first
+        .split("listening on ")
+        .nth(1)
+        .and_then(|s| s.split(',').next())
+        .expect("address in first line")
+        .to_string();
+
+    let replay_cfg = ReplayConfig {
+        file_path: rec.clone(),
+        addr: addr.clone(),
+        duration_s: None,
+        speed: 10.0,
+        no_wait: false,
+        connect_timeout_s: 60.0,
+    };
+    let replay = std::thread::spawn(move || {
+        let stream = connect_with_retry(&replay_cfg.addr, 60.0, |_| {}).expect("connect");
+        run(&replay_cfg, stream, |_| {}, || false).expect("replay")
+    });
+    // Two bad connections while the replay runs: plain garbage, and a frame
+    // header announcing an oversized payload.
+    garbage_connection(&addr, &[0xAB; 4096]);
+    let mut oversized = b"LMTF".to_vec();
+    oversized.extend_from_slice(&1u16.to_le_bytes());
+    oversized.extend_from_slice(&0u16.to_le_bytes());
+    oversized.extend_from_slice(&1u32.to_le_bytes());
+    oversized.extend_from_slice(&u32::MAX.to_le_bytes());
+    oversized.extend_from_slice(&[0u8; 12]);
+    garbage_connection(&addr, &oversized);
+
+    let summary = replay.join().expect("replay thread");
+    assert_eq!(summary.records, truth.total);
+    let status = app.wait().expect("wait loom-app");
+    out_thread.join().expect("stdout thread");
+    let lines: Vec<String> = std::iter::once(first).chain(rx.try_iter()).collect();
+    let stderr = err_thread.join().expect("stderr thread");
+    let all = lines.join("\n");
+    assert!(status.success(), "loom-app failed: {all}\n{stderr}");
+
+    let answer = |q: &str| -> HashMap<String, String> {
+        let line = lines
+            .iter()
+            .find(|l| l.starts_with(&format!("ANSWER query={q} ")))
+            .unwrap_or_else(|| panic!("no answer for {q} in:\n{all}\n{stderr}"));
+        fields(line)
+    };
+    let stats = fields(
+        lines
+            .iter()
+            .find(|l| l.starts_with("STATS "))
+            .unwrap_or_else(|| panic!("no STATS line in:\n{all}")),
+    );
+    // Every record of the good connection arrived and was stored.
+    assert_eq!(stats["received"], truth.total.to_string(), "{all}");
+    assert_eq!(stats["dropped"], "0", "{all}");
+    assert_eq!(stats["ingested"], truth.total.to_string(), "{all}");
+    assert_eq!(stats["bad_connections"], "2", "{all}");
+    assert!(stderr.contains("bad frame magic"), "{stderr}");
+    assert!(stderr.contains("exceeds the limit"), "{stderr}");
+
+    for (q, v) in [
+        ("rocksdb-p1", &truth.kv_reads),
+        ("rocksdb-p2", &truth.pread),
+    ] {
+        let a = answer(q);
+        assert_eq!(a["t0"], T0.to_string());
+        assert_eq!(a["t1"], T1.to_string());
+        let (count, max, p) = latency_fields(v);
+        assert_eq!(a["count"], count, "{q}");
+        assert_eq!(a["max"], max, "{q}");
+        assert_eq!(a["p9999"], p, "{q}");
+    }
+    assert_eq!(answer("rocksdb-p3")["count"], truth.page_cache.to_string());
+    for q in [
+        "ablation-timerange",
+        "ablation-noindex",
+        "ablation-onlytime",
+        "ablation-onlyrange",
+    ] {
+        assert_eq!(answer(q)["count"], truth.slow_reads.to_string(), "{q}");
+    }
+    assert!(all.contains("Query Latency (rocksdb-p1): "));
+}

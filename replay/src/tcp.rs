@@ -1,0 +1,317 @@
+//! Sending a recording over TCP at its recorded pace (`tcp-replay`).
+//!
+//! Pacing: batch `k` of loop `n` is due at
+//! `(arrival_k + n * period - arrival_first) / speed` after the replay start,
+//! where `period` is the recording's span (covering both arrival and event
+//! timestamps, plus one batch interval). Each loop shifts arrival and event
+//! timestamps forward by `period`, so per-source timestamps keep increasing.
+//! With `no_wait` batches are sent as fast as the socket takes them.
+//!
+//! *Behind* is how far the sender is behind schedule, in milliseconds: the
+//! delay between a batch's due time and when it was handed to the socket
+//! (0 when on time; always 0 with `no_wait`).
+
+use std::io::ErrorKind;
+use std::net::{TcpStream, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use telemetry::{Batch, RecordingError, RecordingReader, WireError};
+
+/// Replay settings.
+#[derive(Debug, Clone)]
+pub struct ReplayConfig {
+    /// Recording to send.
+    pub file_path: PathBuf,
+    /// Endpoint address, e.g. `127.0.0.1:7878`.
+    pub addr: String,
+    /// Keep looping the recording until this many seconds have passed;
+    /// `None` sends it once.
+    pub duration_s: Option<f64>,
+    /// Pace multiplier (2.0 = twice as fast as recorded).
+    pub speed: f64,
+    /// Ignore recorded arrival times and send as fast as possible.
+    pub no_wait: bool,
+    /// Give up if the endpoint does not accept within this many seconds.
+    pub connect_timeout_s: f64,
+}
+
+/// One progress report (once per second).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Progress {
+    /// Seconds since the replay started (1, 2, ...).
+    pub second: u64,
+    /// Batches sent during this second.
+    pub batches: u64,
+    /// Records sent during this second.
+    pub records: u64,
+    /// Milliseconds behind schedule at the last batch sent.
+    pub behind_ms: f64,
+}
+
+/// Why the replay ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndReason {
+    /// The recording was sent (and looped until the duration ran out).
+    Finished,
+    /// The endpoint closed the connection.
+    EndpointClosed,
+    /// The caller asked to stop.
+    Stopped,
+}
+
+/// Totals of a replay.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Summary {
+    /// Batches sent.
+    pub batches: u64,
+    /// Records sent.
+    pub records: u64,
+    /// Loops started over the recording.
+    pub loops: u64,
+    /// Wall time in seconds.
+    pub elapsed_s: f64,
+    /// Largest delay behind schedule, ms.
+    pub max_behind_ms: f64,
+    /// Why it ended.
+    pub reason: EndReason,
+}
+
+/// Replay failure.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// The recording could not be read.
+    #[error("reading recording {path}: {source}")]
+    Recording {
+        /// File path.
+        path: PathBuf,
+        /// Cause.
+        #[source]
+        source: RecordingError,
+    },
+    /// Bad settings.
+    #[error("invalid setting: {0}")]
+    Config(String),
+    /// The endpoint never accepted a connection.
+    #[error("endpoint {addr} did not accept a connection within {secs} s: {last_error}")]
+    ConnectTimeout {
+        /// Address.
+        addr: String,
+        /// Time waited.
+        secs: f64,
+        /// Last connection error.
+        last_error: String,
+    },
+    /// Sending failed for a reason other than the endpoint closing.
+    #[error("sending to {addr}: {source}")]
+    Send {
+        /// Address.
+        addr: String,
+        /// Cause.
+        #[source]
+        source: WireError,
+    },
+}
+
+/// Connects to `addr`, retrying every 500 ms and calling `waiting` with the
+/// error on each failed attempt, for at most `timeout_s` seconds.
+pub fn connect_with_retry(
+    addr: &str,
+    timeout_s: f64,
+    mut waiting: impl FnMut(&std::io::Error),
+) -> Result<TcpStream, ReplayError> {
+    let start = Instant::now();
+    loop {
+        let attempt = addr
+            .to_socket_addrs()
+            .and_then(|mut it| {
+                it.next().ok_or_else(|| {
+                    std::io::Error::new(ErrorKind::NotFound, "address resolved to nothing")
+                })
+            })
+            .and_then(|sa| TcpStream::connect_timeout(&sa, Duration::from_secs(2)));
+        match attempt {
+            Ok(s) => return Ok(s),
+            Err(e) => {
+                if start.elapsed().as_secs_f64() >= timeout_s {
+                    return Err(ReplayError::ConnectTimeout {
+                        addr: addr.to_string(),
+                        secs: timeout_s,
+                        last_error: e.to_string(),
+                    });
+                }
+                waiting(&e);
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        }
+    }
+}
+
+fn is_disconnect(e: &WireError) -> bool {
+    matches!(e, WireError::Io { source, .. } if matches!(
+        source.kind(),
+        ErrorKind::BrokenPipe
+            | ErrorKind::ConnectionReset
+            | ErrorKind::ConnectionAborted
+            | ErrorKind::NotConnected
+            | ErrorKind::UnexpectedEof
+            | ErrorKind::WriteZero
+    ))
+}
+
+/// Span of a recording: first arrival, and the loop period (µs).
+fn scan_period(path: &Path) -> Result<(u64, u64), RecordingError> {
+    let mut r = RecordingReader::open(path)?;
+    let mut b = Batch::default();
+    let (mut lo, mut hi) = (u64::MAX, 0u64);
+    let mut first_arrival = None;
+    let (mut prev, mut gap) = (None::<u64>, 1_000u64);
+    while r.read_into(&mut b)? {
+        first_arrival.get_or_insert(b.arrival_us);
+        if let Some(p) = prev {
+            if b.arrival_us > p {
+                gap = b.arrival_us - p;
+            }
+        }
+        prev = Some(b.arrival_us);
+        lo = lo.min(b.arrival_us);
+        hi = hi.max(b.arrival_us);
+        for rec in &b.records {
+            lo = lo.min(rec.timestamp_us());
+            hi = hi.max(rec.timestamp_us());
+        }
+    }
+    let first = first_arrival.unwrap_or(0);
+    let period = if lo == u64::MAX { gap } else { hi - lo + gap };
+    Ok((first, period))
+}
+
+/// Sends the recording to `stream`-like endpoint at `cfg.addr`.
+///
+/// `progress` is called once per second; `stop` is polled between batches
+/// and ends the replay early when it returns true.
+pub fn run(
+    cfg: &ReplayConfig,
+    stream: TcpStream,
+    mut progress: impl FnMut(&Progress),
+    stop: impl Fn() -> bool,
+) -> Result<Summary, ReplayError> {
+    if !(cfg.speed > 0.0 && cfg.speed.is_finite()) {
+        return Err(ReplayError::Config(format!(
+            "--speed must be a positive number, got {}",
+            cfg.speed
+        )));
+    }
+    let rec_err = |source| ReplayError::Recording {
+        path: cfg.file_path.clone(),
+        source,
+    };
+    // Only a looped replay needs the span, which costs one pass over the file.
+    let (first_arrival, period) = if cfg.duration_s.is_some() {
+        scan_period(&cfg.file_path).map_err(rec_err)?
+    } else {
+        let mut r = RecordingReader::open(&cfg.file_path).map_err(rec_err)?;
+        let first = r.next().transpose().map_err(rec_err)?;
+        (first.map_or(0, |b| b.arrival_us), 0)
+    };
+    let _ = stream.set_nodelay(true);
+    let mut writer = telemetry::FrameWriter::new(stream);
+    let start = Instant::now();
+    let deadline = cfg.duration_s.map(|d| Duration::from_secs_f64(d.max(0.0)));
+    let mut summary = Summary {
+        batches: 0,
+        records: 0,
+        loops: 0,
+        elapsed_s: 0.0,
+        max_behind_ms: 0.0,
+        reason: EndReason::Finished,
+    };
+    let mut tick = Progress {
+        second: 1,
+        batches: 0,
+        records: 0,
+        behind_ms: 0.0,
+    };
+    let mut batch = Batch::default();
+    'outer: loop {
+        let shift = summary.loops * period;
+        summary.loops += 1;
+        let mut reader = RecordingReader::open(&cfg.file_path).map_err(rec_err)?;
+        let sent_before = summary.batches;
+        while reader.read_into(&mut batch).map_err(rec_err)? {
+            if stop() {
+                summary.reason = EndReason::Stopped;
+                break 'outer;
+            }
+            if let Some(d) = deadline {
+                if start.elapsed() >= d {
+                    break 'outer;
+                }
+            }
+            if shift > 0 {
+                batch.arrival_us += shift;
+                for r in &mut batch.records {
+                    *r = r.shifted(shift);
+                }
+            }
+            let mut behind_ms = 0.0;
+            if !cfg.no_wait {
+                let due_us = (batch.arrival_us.saturating_sub(first_arrival)) as f64 / cfg.speed;
+                let due = Duration::from_secs_f64(due_us / 1e6);
+                let now = start.elapsed();
+                if due > now {
+                    // Sleep in short steps so progress lines stay on time.
+                    let mut left = due - now;
+                    while left > Duration::ZERO {
+                        let step = left.min(Duration::from_millis(100));
+                        std::thread::sleep(step);
+                        report(&mut tick, start, &mut progress);
+                        left = due.saturating_sub(start.elapsed());
+                        if stop() {
+                            summary.reason = EndReason::Stopped;
+                            break 'outer;
+                        }
+                    }
+                } else {
+                    behind_ms = (now - due).as_secs_f64() * 1e3;
+                }
+            }
+            if let Err(e) = writer.write_batch(&batch) {
+                if is_disconnect(&e) {
+                    summary.reason = EndReason::EndpointClosed;
+                    break 'outer;
+                }
+                return Err(ReplayError::Send {
+                    addr: cfg.addr.clone(),
+                    source: e,
+                });
+            }
+            summary.batches += 1;
+            summary.records += batch.records.len() as u64;
+            summary.max_behind_ms = summary.max_behind_ms.max(behind_ms);
+            tick.batches += 1;
+            tick.records += batch.records.len() as u64;
+            tick.behind_ms = behind_ms;
+            report(&mut tick, start, &mut progress);
+        }
+        match deadline {
+            // An empty recording cannot be looped.
+            Some(d) if start.elapsed() < d && summary.batches > sent_before => continue,
+            _ => break,
+        }
+    }
+    let _ = writer.flush();
+    let _ = writer.get_mut().shutdown(std::net::Shutdown::Write);
+    summary.elapsed_s = start.elapsed().as_secs_f64();
+    Ok(summary)
+}
+
+/// Emits one progress line per elapsed second (several if sends stalled).
+fn report(tick: &mut Progress, start: Instant, progress: &mut impl FnMut(&Progress)) {
+    while start.elapsed().as_secs() >= tick.second {
+        progress(tick);
+        tick.second += 1;
+        tick.batches = 0;
+        tick.records = 0;
+    }
+}
