@@ -84,3 +84,17 @@ ab-mach-app ab-loom-app: ab-build
 # -> 70 s replay -> answers and latencies; under 3 minutes.
 demo-pipeline: e2e-build
 	CARGO_RELEASE_DIR=$(CARGO_RELEASE_DIR) TMP_DATA_DIR=$(TMP_DATA_DIR) bash replay/scripts/demo-pipeline.sh
+
+# Highest --speed with zero drops: one fresh loom-app per speed.
+#   make e2e-speed-sweep PHASE=p2 SPEEDS="1 2 4 6 8" SWEEP_SECONDS=15
+PHASE ?= p1
+SPEEDS ?= 1 2 4 6 8
+SWEEP_SECONDS ?= 15
+.PHONY: e2e-speed-sweep
+e2e-speed-sweep: e2e-build
+	@test -f $(RECORDING_DIR)/rocksdb-$(PHASE) || { echo "missing $(RECORDING_DIR)/rocksdb-$(PHASE): make gen-rocksdb-$(PHASE) or record-rocksdb-$(PHASE)"; exit 1; }
+	mkdir -p $(EVAL_OUT)
+	@echo "== e2e-speed-sweep rocksdb-$(PHASE) $$(date -u +%FT%TZ)" | tee -a $(EVAL_OUT)/e2e-speed-$(PHASE)
+	BIN=$(CARGO_RELEASE_DIR) TMP_DATA_DIR=$(TMP_DATA_DIR) bash replay/scripts/speed-sweep.sh \
+		$(RECORDING_DIR)/rocksdb-$(PHASE) "$(SPEEDS)" $(SWEEP_SECONDS) rocksdb-$(PHASE) \
+		| tee -a $(EVAL_OUT)/e2e-speed-$(PHASE)

@@ -89,14 +89,17 @@ $(addprefix record-rocksdb-,$(RECORD_PHASES)): record-rocksdb-%: pe-build
 
 pe-rocksdb-noop: pe-build pe-ramdisk
 	mkdir -p $(EVAL_OUT)
+	@echo "== pe-noop run $$(date -u +%FT%TZ)" | tee -a $(EVAL_OUT)/pe-noop
 	$(PE_WORKLOAD) $(PE_P3) $(PE_COMMON) --rocksdb-path $(PE_DB) \
-		--alternative-recording noop 2>&1 | tee $(EVAL_OUT)/pe-noop
+		--alternative-recording noop 2>&1 | tee -a $(EVAL_OUT)/pe-noop
 
-# Live P3 workload sending to the endpoint at PE_ADDR; log evaluation-output/pe-$(OUT_FILE).
+# Live P3 workload sending to the endpoint at PE_ADDR; appends to evaluation-output/pe-$(OUT_FILE)
+# (one `== pe-<name> run` header per run, so repeated runs give the spread).
 pe-rocksdb: pe-build pe-ramdisk
 	mkdir -p $(EVAL_OUT)
+	@echo "== pe-$(OUT_FILE) run $$(date -u +%FT%TZ)" | tee -a $(EVAL_OUT)/pe-$(OUT_FILE)
 	$(PE_WORKLOAD) $(PE_P3) $(PE_COMMON) --rocksdb-path $(PE_DB) \
-		--alternative-recording tcp --addr $(PE_ADDR) 2>&1 | tee $(EVAL_OUT)/pe-$(OUT_FILE)
+		--alternative-recording tcp --addr $(PE_ADDR) 2>&1 | tee -a $(EVAL_OUT)/pe-$(OUT_FILE)
 
 # Endpoints (run in another terminal before `make pe-rocksdb`); each exits
 # after one connection ended.

@@ -61,7 +61,7 @@ echo "   recording ($kind): $(du -h "$REC" | cut -f1)"
 echo "== 2/4 loom-app on $ADDR (queries every ${QUERY_EVERY_S} s)"
 "$BIN/loom-app" --addr "$ADDR" --loom-path "$WORK/store" --query rocksdb-p1,rocksdb-p2 \
     --query-interval-s "$QUERY_EVERY_S" --query-count 2 --report-interval-s 10 \
-    > >(sed -u 's/^/   [loom-app] /') 2>&1 &
+    > >(grep --line-buffered -v 'declared source' | sed -u 's/^/   [loom-app] /') 2>&1 &
 APP_PID=$!
 sleep 1
 
