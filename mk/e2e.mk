@@ -80,10 +80,11 @@ ab-mach-app ab-loom-app: ab-build
 		--ablation-lookback $(LOOKBACK) $(LOOM_APP_FLAGS) 2>&1 \
 		| tee $(EVAL_OUT)/ab-mach-$(QUERY)-$(LOOKBACK)
 
-# Short synthetic recording -> loom-app (rocksdb-p1 queries every 30 s, twice)
-# -> 70 s replay -> answers and latencies; under 3 minutes.
+# `make demo` with a synthetic recording (no eBPF, no RocksDB run): loom-app
+# answers the P1/P2 questions twice while the recording is replayed.
 demo-pipeline: e2e-build
-	CARGO_RELEASE_DIR=$(CARGO_RELEASE_DIR) TMP_DATA_DIR=$(TMP_DATA_DIR) bash replay/scripts/demo-pipeline.sh
+	$(CARGO) build --release -p rocksdb-workload
+	DEMO_SYNTHETIC=1 BIN=$(CARGO_RELEASE_DIR) TMP_DATA_DIR=$(TMP_DATA_DIR) bash scripts/demo.sh
 
 # Highest --speed with zero drops: one fresh loom-app per speed.
 #   make e2e-speed-sweep PHASE=p2 SPEEDS="1 2 4 6 8" SWEEP_SECONDS=15

@@ -10,6 +10,7 @@
 #   3. tcp-replay sends the recording at its recorded pace (looped) for 90 s;
 #   4. everything stops cleanly and the answers are summarised.
 # Every step prints as it runs. Binaries come from $BIN (target/release).
+# DEMO_SYNTHETIC=1 skips the live recording (make demo-pipeline).
 set -euo pipefail
 
 BIN=${BIN:-target/release}
@@ -38,7 +39,9 @@ done
 
 echo "== 1/4 recording telemetry"
 kind=SYNTHETIC
-if [ "$(id -u)" -eq 0 ] && [ -r /sys/kernel/btf/vmlinux ]; then
+if [ -n "${DEMO_SYNTHETIC:-}" ]; then
+    echo "   DEMO_SYNTHETIC is set: using a SYNTHETIC recording"
+elif [ "$(id -u)" -eq 0 ] && [ -r /sys/kernel/btf/vmlinux ]; then
     echo "   live RocksDB workload with the syscall eBPF probe, ${RECORD_S} s (+3 s warmup)"
     if "$BIN/rocksdb-workload" --instances 2 --threads-per-instance 4 --syscalls \
         --warmup-seconds 3 --duration-seconds "$RECORD_S" --no-drop-caches \

@@ -104,6 +104,22 @@ impl Snapshot {
         self.ix.summaries(idx, chunk_no)
     }
 
+    /// The summaries of chunk `chunk_no` when the chunk lies wholly inside
+    /// `[t0, t1]` and is summarised; `None` when it must be scanned.
+    pub(crate) fn covered_summaries(
+        &self,
+        sv: &SourceView,
+        chunk_no: usize,
+        c: &crate::index::directory::ChunkEntry,
+        (t0, t1): (u64, u64),
+    ) -> Option<impl Iterator<Item = BinSummary> + '_> {
+        if c.first_ts >= t0 && c.last_ts <= t1 {
+            self.summaries(sv, chunk_no)
+        } else {
+            None
+        }
+    }
+
     /// Whether chunk `chunk_no` may hold a value in `[lo, hi]`: true when
     /// its summaries say so or when it has none yet.
     pub(crate) fn may_hold(&self, sv: &SourceView, chunk_no: usize, lo: u64, hi: u64) -> bool {

@@ -30,9 +30,7 @@ impl Snapshot {
         let range = sv.dir.overlapping(t0, t1);
         for i in range.clone() {
             let Some(c) = sv.dir.chunks.get(i) else { break };
-            let summaries = (c.first_ts >= t0 && c.last_ts <= t1)
-                .then(|| self.summaries(sv, i))
-                .flatten();
+            let summaries = self.covered_summaries(sv, i, &c, (t0, t1));
             match summaries {
                 Some(bins) => {
                     for b in bins {
