@@ -12,7 +12,7 @@
 #   make is-file SIZE=64 THREADS=2                     -> evaluation-output/is-file2-64
 #   make is-table RUNS=5 DURATION=120 [THREADS=1]      all of the above for 8 64 256 1024 B + table
 #   make is-report                                     table from the existing logs only
-#   make is-dd                                         direct-I/O write bandwidth reference
+#   make is-dd [DD_MB=16384]                           direct-I/O write bandwidth reference
 #
 # Variables: RUNS (5), DURATION (s, 120), SIZE (bytes, 8), THREADS (1),
 # TMP_DATA_DIR (scratch data, default tmp-data/ in the repo, git-ignored),
@@ -23,6 +23,8 @@ IS_DURATION  = $(or $(DURATION),120)
 IS_SIZE      = $(or $(SIZE),8)
 IS_THREADS   = $(or $(THREADS),1)
 IS_SIZES     = 8 64 256 1024
+# Direct-I/O reference write size: 16 GiB, long enough (~6 s) that a burst does not flatter it.
+IS_DD_MB     = $(or $(DD_MB),16384)
 TMP_DATA_DIR ?= $(CURDIR)/tmp-data
 IS_STORAGE   = $(TMP_DATA_DIR)/ingest-scaling
 IS_OUT       = evaluation-output
@@ -81,5 +83,5 @@ is-report:
 is-dd:
 	@mkdir -p $(IS_OUT) $(TMP_DATA_DIR)
 	@echo "== is-dd $$(date -u +%FT%TZ) of=$(TMP_DATA_DIR)/dd.bin" | tee -a $(IS_OUT)/is-dd
-	dd if=/dev/zero of=$(TMP_DATA_DIR)/dd.bin bs=1M count=4096 oflag=direct 2>&1 | tee -a $(IS_OUT)/is-dd
+	dd if=/dev/zero of=$(TMP_DATA_DIR)/dd.bin bs=1M count=$(IS_DD_MB) oflag=direct 2>&1 | tee -a $(IS_OUT)/is-dd
 	@rm -f $(TMP_DATA_DIR)/dd.bin
