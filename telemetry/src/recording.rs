@@ -66,6 +66,23 @@ pub struct RecordingHeader {
     pub description: String,
 }
 
+impl std::fmt::Display for RecordingHeader {
+    /// `workload <w> phase <p> (SYNTHETIC|captured live)`: the line every tool
+    /// prints so a synthetic recording is never mistaken for a live one.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let origin = if self.synthetic {
+            "SYNTHETIC"
+        } else {
+            "captured live"
+        };
+        write!(
+            f,
+            "workload {} phase {} ({origin})",
+            self.workload, self.phase
+        )
+    }
+}
+
 fn io_err(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> RecordingError {
     let context = context.into();
     move |source| RecordingError::Io { context, source }

@@ -17,17 +17,7 @@ fn main() -> anyhow::Result<()> {
     let s = replay::stats::stats_of_file(&cli.file)
         .with_context(|| format!("reading {}", cli.file.display()))?;
     let h = &s.header;
-    println!(
-        "recording {}: workload {} phase {} ({})",
-        cli.file.display(),
-        h.workload,
-        h.phase,
-        if h.synthetic {
-            "SYNTHETIC"
-        } else {
-            "captured live"
-        }
-    );
+    println!("recording {}: {h}", cli.file.display());
     if !h.description.is_empty() {
         println!("description: {}", h.description);
     }

@@ -63,17 +63,7 @@ fn main() {
     match telemetry::RecordingReader::open(&cfg.file_path) {
         Ok(r) => {
             let h = r.header();
-            println!(
-                "recording {}: workload {} phase {} ({})",
-                cfg.file_path.display(),
-                h.workload,
-                h.phase,
-                if h.synthetic {
-                    "SYNTHETIC"
-                } else {
-                    "captured live"
-                }
-            );
+            println!("recording {}: {h}", cfg.file_path.display());
         }
         Err(e) => {
             eprintln!("error: {e}");
