@@ -6,6 +6,8 @@
 //!   (48 B) records; fixed little-endian encodings that are stored as-is in the
 //!   engine; index-value extractors `fn(&[u8]) -> u64` (never panic, 0 on short
 //!   input).
+//! - [`model`]: the data model (measurement, tags, fields at byte offsets,
+//!   range index) of every source, shared by the endpoints and InfluxQL.
 //! - [`source`]: source id = FNV-1a 64 of a tag such as `kv/read` or `syscall/17`.
 //! - [`batch`]: a batch is an arrival time (µs) plus records; its payload is the
 //!   records back to back, each a kind tag byte then its encoding.
@@ -19,6 +21,7 @@
 
 pub mod batch;
 mod error;
+pub mod model;
 pub mod record;
 pub mod recording;
 pub mod source;
