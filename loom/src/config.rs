@@ -25,7 +25,9 @@ pub struct Config {
     /// Bytes per in-memory block; full blocks go to the flusher. Default 16 MiB:
     /// one large sequential write per block. Multiple of 4096 and of nothing else.
     pub block_size: usize,
-    /// Bytes per segment file. Default 1 GiB; must be a multiple of `block_size`.
+    /// Bytes per segment file. Default 256 MiB: the unit retention drops,
+    /// and the most a reopen scans when a crash left a segment without its
+    /// index footer (about 0.1–0.2 s here). Must be a multiple of `block_size`.
     pub segment_size: u64,
     /// Blocks that may sit in memory waiting for the flusher before the writer
     /// waits for disk. Default 4 (64 MiB): absorbs short disk stalls.
@@ -46,6 +48,22 @@ pub struct Config {
     /// this project's machines (dd with 16 MiB direct writes: 1.8 GB/s,
     /// 1.5 GB/s with a sync after each). Default 1000.
     pub sync_interval_ms: u64,
+    /// While a write to disk fails (disk full), the flusher retries it this
+    /// often (ms). Default 1000.
+    pub write_retry_ms: u64,
+    /// Drop the oldest whole segments while the store holds more than this
+    /// many bytes of segment files. Default `None` (keep everything). The
+    /// store stays within one segment of the bound.
+    pub retention_bytes: Option<u64>,
+    /// Drop the oldest whole segments once their newest record is this much
+    /// older (µs) than the store's newest record. Default `None`.
+    pub retention_age_us: Option<u64>,
+    /// Scan and checksum every segment on open, even those whose segment
+    /// index says they are complete (which are otherwise taken from the
+    /// index without reading them). Default false: a reopen then reads only
+    /// the segment that was being written. With true, corruption anywhere
+    /// is found (and skipped) on open instead of by the query that meets it.
+    pub verify_on_open: bool,
 }
 
 impl Default for Config {
@@ -53,12 +71,16 @@ impl Default for Config {
         Config {
             chunk_size: 64 * 1024,
             block_size: 16 * 1024 * 1024,
-            segment_size: 1024 * 1024 * 1024,
+            segment_size: 256 * 1024 * 1024,
             max_blocks_in_memory: 4,
             max_index_lag: 512,
             flush_mode: FlushMode::Direct,
             sync_data: true,
             sync_interval_ms: 1000,
+            write_retry_ms: 1000,
+            retention_bytes: None,
+            retention_age_us: None,
+            verify_on_open: false,
         }
     }
 }

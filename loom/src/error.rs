@@ -68,6 +68,25 @@ pub enum Error {
     /// The flusher thread failed earlier; nothing after that point is durable.
     #[error("background flush failed: {0}")]
     FlushFailed(String),
+    /// Writing to disk fails (e.g. the disk is full) and every in-memory
+    /// block is waiting for it: the record was not stored. The flusher keeps
+    /// retrying; pushes succeed again once a write does.
+    #[error("record not stored: writing to disk fails ({0}); retrying")]
+    StorageFailing(String),
+    /// Another process holds the store's writer lock.
+    #[error("{} is locked by another writer{}", dir.display(), holder.map(|p| format!(" (pid {p})")).unwrap_or_default())]
+    Locked {
+        /// The store directory.
+        dir: PathBuf,
+        /// Pid written by the holder, if readable.
+        holder: Option<u32>,
+    },
+    /// A schema that is not valid (names, offsets, index).
+    #[error("invalid schema: {0}")]
+    InvalidSchema(String),
+    /// A source was declared again with a different schema than the stored one.
+    #[error("source {0} is already declared with a different schema")]
+    SchemaMismatch(SourceId),
 }
 
 /// Result alias used across the crate.

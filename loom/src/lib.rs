@@ -12,8 +12,15 @@
 //! - chunks go into in-memory blocks; a flusher thread writes full blocks to
 //!   segment files, so the writer never waits for disk while memory lasts;
 //! - `sync` publishes a snapshot to readers without I/O; `persist` makes
-//!   everything durable; opening a directory recovers it up to the last valid
-//!   chunk.
+//!   everything durable; opening a directory recovers every valid chunk,
+//!   skipping (and reporting) corrupt ones, cutting only a torn tail;
+//! - sources may be declared with a [`SourceSchema`] (measurement, tags,
+//!   fields at byte offsets, range index on a field): the schema is stored in
+//!   the store's catalog and range summaries beside the segments, so another
+//!   process opens the store (also read-only, while a writer holds it) and
+//!   answers every question without declaring anything;
+//! - one writer per directory (a lock naming the holder's pid); retention
+//!   drops the oldest segments by size or age.
 //!
 //! ```no_run
 //! use loom::{Config, RangeIndexSpec, SourceId};
@@ -36,6 +43,7 @@ mod index;
 mod log;
 mod query;
 mod reader;
+mod schema;
 mod snapshot;
 mod source;
 mod storage;
@@ -46,6 +54,8 @@ pub use error::{Error, Result};
 pub use query::percentile_rank as nearest_rank;
 pub use query::{Aggregate, CountResult, IndexMode, ScanStats};
 pub use reader::Reader;
+pub use schema::{FieldDef, FieldType, IndexDef, SourceSchema, Value};
 pub use snapshot::Snapshot;
 pub use source::{Extractor, RangeIndexSpec, RecordAddress, SourceHandle, SourceId};
-pub use writer::{open, Writer, WriterStats};
+pub use storage::recovery::RecoveryReport;
+pub use writer::{open, open_read_only, Writer, WriterStats};

@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use crate::error::Result;
 use crate::query::{Aggregate, CountResult, IndexMode, ScanStats};
+use crate::snapshot::Shared;
 use crate::snapshot::Snapshot;
 use crate::source::{Extractor, RecordAddress, SourceId};
-use crate::writer::Shared;
 
 /// A handle for queries. Each call works on the newest synced snapshot; use
 /// `snapshot()` to run several queries on the same records.

@@ -4,40 +4,32 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use arc_swap::ArcSwap;
+
 use crate::index::bins::BinSummary;
-use crate::index::bins::Bins;
 use crate::index::directory::DirectoryView;
-use crate::index::indexer::IndexSnapshot;
+use crate::index::state::IndexState;
+use crate::index::summaries::IndexSnapshot;
 use crate::log::chunk::{ChunkHeader, HEADER_LEN};
 use crate::log::record::RecordIter;
 use crate::log::slab::SlabView;
-use crate::source::{RangeIndexSpec, SourceId};
+use crate::schema::SourceSchema;
+use crate::source::SourceId;
 use crate::storage::segments::SegmentFiles;
 
-/// A declared range index with its precomputed bin mapping.
-pub(crate) struct IndexState {
-    pub spec: RangeIndexSpec,
-    pub bins: Bins,
-}
-
-impl IndexState {
-    pub(crate) fn new(spec: RangeIndexSpec) -> Self {
-        IndexState {
-            bins: Bins::new(&spec),
-            spec,
-        }
-    }
-
-    #[inline]
-    pub(crate) fn value(&self, bytes: &[u8]) -> u64 {
-        (self.spec.extractor)(bytes)
-    }
+/// State shared between the writer and every reader.
+pub(crate) struct Shared {
+    pub snapshot: ArcSwap<Published>,
+    pub index: Arc<ArcSwap<IndexSnapshot>>,
+    /// Keeps a read-only store's indexer thread alive as long as a reader is.
+    pub _indexer: Option<crossbeam_channel::Sender<crate::index::indexer::IndexMsg>>,
 }
 
 /// What readers see of one source.
 #[derive(Clone)]
 pub(crate) struct SourceView {
     pub id: SourceId,
+    pub schema: Option<Arc<SourceSchema>>,
     pub index: Option<Arc<IndexState>>,
     pub dir: DirectoryView,
     /// Records pushed but not yet sealed into a chunk.
@@ -58,6 +50,21 @@ pub(crate) struct Published {
     pub(crate) blocks: Vec<(u64, SlabView<u8>)>,
     pub(crate) files: Arc<SegmentFiles>,
     pub(crate) chunk_size: usize,
+    /// Log addresses below this were dropped by retention.
+    pub(crate) retained_from: u64,
+}
+
+impl Published {
+    pub(crate) fn empty(files: Arc<SegmentFiles>, chunk_size: usize) -> Self {
+        Published {
+            ids: Arc::new(HashMap::new()),
+            sources: Vec::new(),
+            blocks: Vec::new(),
+            files,
+            chunk_size,
+            retained_from: 0,
+        }
+    }
 }
 
 /// A chunk's bytes, borrowed from memory or read from disk.
@@ -143,6 +150,46 @@ impl Snapshot {
         let mut ids: Vec<SourceId> = self.p.sources.iter().map(|s| s.id).collect();
         ids.sort_unstable();
         ids
+    }
+
+    /// The schema a source was declared with, `None` for an unknown source
+    /// or one declared with a Rust extractor only.
+    pub fn schema(&self, id: SourceId) -> Option<&SourceSchema> {
+        self.view(id).ok().and_then(|s| s.schema.as_deref())
+    }
+
+    /// Every source that has a schema, sorted by id.
+    pub fn schemas(&self) -> Vec<(SourceId, &SourceSchema)> {
+        let mut out: Vec<(SourceId, &SourceSchema)> = self
+            .p
+            .sources
+            .iter()
+            .filter_map(|s| s.schema.as_deref().map(|sc| (s.id, sc)))
+            .collect();
+        out.sort_unstable_by_key(|(id, _)| *id);
+        out
+    }
+
+    /// Time span `(first, last)` of a source's retained records, `None` if it has none.
+    pub fn time_span(&self, id: SourceId) -> Option<(u64, u64)> {
+        let sv = self.view(id).ok()?;
+        let first = match sv.dir.chunks.get(sv.dir.start) {
+            Some(c) => c.first_ts,
+            None if sv.tail_count > 0 => sv.tail_first_ts,
+            None => return None,
+        };
+        Some((first, sv.last_ts))
+    }
+
+    /// Records of a source that retention has not dropped.
+    pub fn retained_count(&self, id: SourceId) -> u64 {
+        let Ok(sv) = self.view(id) else { return 0 };
+        let dropped = sv
+            .dir
+            .chunks
+            .get(sv.dir.start)
+            .map_or(sv.records - u64::from(sv.tail_count), |c| c.first_seq);
+        sv.records - dropped
     }
 
     /// Timestamp of the source's newest record, `None` for an empty or unknown source.

@@ -56,9 +56,3 @@ impl fmt::Debug for RangeIndexSpec {
             .finish()
     }
 }
-
-impl RangeIndexSpec {
-    pub(crate) fn same_bins(&self, other: &RangeIndexSpec) -> bool {
-        self.min == other.min && self.interval == other.interval && self.n_bins == other.n_bins
-    }
-}

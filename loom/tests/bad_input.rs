@@ -34,7 +34,6 @@ fn fill(dir: &Path, n: u64) -> Result<Model, Box<dyn std::error::Error>> {
 /// (end address, records) of every chunk on disk, in log order, read with
 /// the documented chunk header layout.
 type Chunks = Vec<(u64, u64, u64)>;
-type Recovered = (Option<String>, Vec<(SourceId, u64, Vec<u8>)>);
 
 fn chunks_on_disk(dir: &Path) -> Result<Chunks, Box<dyn std::error::Error>> {
     let mut out = Vec::new();
@@ -61,41 +60,6 @@ fn chunks_on_disk(dir: &Path) -> Result<Chunks, Box<dyn std::error::Error>> {
         }
     }
     Ok(out)
-}
-
-fn recovered(dir: &Path) -> Result<Recovered, Box<dyn std::error::Error>> {
-    let (mut w, r) = loom::open(dir, small_config())?;
-    let note = w.dropped_tail().map(str::to_string);
-    let mut got = Vec::new();
-    for id in [SourceId(1), SourceId(2)] {
-        w.declare_source(id, Some(spec()))?;
-        r.scan(id, 0, u64::MAX, |t, b| got.push((id, t, b.to_vec())))?;
-    }
-    w.close()?;
-    Ok((note, got))
-}
-
-fn assert_prefix(model: &Model, got: &[(SourceId, u64, Vec<u8>)], at_least: u64) {
-    for id in [SourceId(1), SourceId(2)] {
-        let want: Vec<_> = model
-            .records
-            .iter()
-            .filter(|r| r.0 == id)
-            .cloned()
-            .collect();
-        let have: Vec<_> = got.iter().filter(|r| r.0 == id).cloned().collect();
-        assert!(have.len() <= want.len());
-        assert_eq!(
-            have[..],
-            want[..have.len()],
-            "source {id} is not an exact prefix"
-        );
-    }
-    assert!(
-        got.len() as u64 >= at_least,
-        "kept {} records, expected at least {at_least}",
-        got.len()
-    );
 }
 
 #[test]
@@ -158,8 +122,53 @@ fn out_of_order_oversized_and_unknown_are_errors() -> Result<(), Box<dyn std::er
     Ok(())
 }
 
+/// Reopens with every segment verified; returns the recovery report and
+/// every record of sources 1 and 2.
+fn reopened_verified(
+    dir: &Path,
+) -> Result<(loom::RecoveryReport, Vec<(SourceId, u64, Vec<u8>)>), Box<dyn std::error::Error>> {
+    let cfg = loom::Config {
+        verify_on_open: true,
+        ..small_config()
+    };
+    let (mut w, r) = loom::open(dir, cfg)?;
+    let report = w.recovery().clone();
+    let mut got = Vec::new();
+    for id in [SourceId(1), SourceId(2)] {
+        w.declare_source(id, Some(spec()))?;
+        r.scan(id, 0, u64::MAX, |t, b| got.push((id, t, b.to_vec())))?;
+    }
+    w.close()?;
+    Ok((report, got))
+}
+
+/// Each source's records are what was written with at most one contiguous
+/// run missing; returns how many are missing in all.
+fn assert_one_run_missing(model: &Model, got: &[(SourceId, u64, Vec<u8>)]) -> usize {
+    let mut missing = 0;
+    for id in [SourceId(1), SourceId(2)] {
+        let want: Vec<_> = model
+            .records
+            .iter()
+            .filter(|r| r.0 == id)
+            .cloned()
+            .collect();
+        let have: Vec<_> = got.iter().filter(|r| r.0 == id).cloned().collect();
+        assert!(have.len() <= want.len(), "source {id} has invented records");
+        let head = have.iter().zip(&want).take_while(|(a, b)| a == b).count();
+        let gap = want.len() - have.len();
+        assert_eq!(
+            have[head..],
+            want[head + gap..],
+            "source {id}: more than one run of records is missing"
+        );
+        missing += gap;
+    }
+    missing
+}
+
 #[test]
-fn flipped_bytes_keep_the_prefix() -> Result<(), Box<dyn std::error::Error>> {
+fn flipped_bytes_skip_only_the_corrupt_chunk() -> Result<(), Box<dyn std::error::Error>> {
     for pick in [3usize, 17, 40, 77] {
         let dir = tempfile::tempdir()?;
         let model = fill(dir.path(), 6000)?;
@@ -172,15 +181,19 @@ fn flipped_bytes_keep_the_prefix() -> Result<(), Box<dyn std::error::Error>> {
         f.read_at(&mut b, pos % SEGMENT)?;
         f.write_at(&[b[0] ^ 0x5a], pos % SEGMENT)?;
         drop(f);
-        let before: u64 = chunks.iter().filter(|c| c.1 <= victim.0).map(|c| c.2).sum();
-        let (note, got) = recovered(dir.path())?;
-        let note = note.ok_or("a corrupt chunk must be reported")?;
-        assert!(note.contains("checksum"), "{note}");
-        assert_prefix(&model, &got, before);
+        let (report, got) = reopened_verified(dir.path())?;
+        assert_eq!(report.skipped.len(), 1, "{report:?}");
+        assert!(report.skipped[0].2.contains("checksum"), "{report:?}");
         assert_eq!(
-            got.len() as u64,
-            before,
-            "exactly the chunks before the corrupt one are kept"
+            report.skipped[0].0 * SEGMENT + report.skipped[0].1,
+            victim.0,
+            "the corrupt chunk's address is reported"
+        );
+        assert!(!report.holes.is_empty(), "the source's gap is reported");
+        let missing = assert_one_run_missing(&model, &got);
+        assert_eq!(
+            missing as u64, victim.2,
+            "exactly the corrupt chunk's records are missing, every later chunk is kept"
         );
         // The store is writable again and a second reopen keeps it all.
         let (mut w, r) = loom::open(dir.path(), small_config())?;
@@ -188,15 +201,42 @@ fn flipped_bytes_keep_the_prefix() -> Result<(), Box<dyn std::error::Error>> {
         w.push(h, 1_000_000, &record(5, 0))?;
         w.close()?;
         drop(r);
-        let (note, again) = recovered(dir.path())?;
-        assert!(note.is_none(), "{note:?}");
+        let (_, again) = reopened_verified(dir.path())?;
         assert_eq!(again.len(), got.len() + 1);
     }
     Ok(())
 }
 
 #[test]
-fn truncated_segment_keeps_the_prefix() -> Result<(), Box<dyn std::error::Error>> {
+fn zeros_in_the_middle_are_a_hole_not_the_end() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let model = fill(dir.path(), 6000)?;
+    let chunks = chunks_on_disk(dir.path())?;
+    let victim = chunks[chunks.len() / 3];
+    let start = chunks
+        .iter()
+        .rev()
+        .find(|c| c.0 < victim.0)
+        .map_or(0, |c| (c.1 + 7) & !7);
+    let path = dir
+        .path()
+        .join(format!("segment-{:08}.log", start / SEGMENT));
+    let f = OpenOptions::new().write(true).open(&path)?;
+    f.write_at(&vec![0u8; (victim.1 - start) as usize], start % SEGMENT)?;
+    drop(f);
+    let (report, got) = reopened_verified(dir.path())?;
+    assert!(
+        report.holes.iter().any(|h| h.contains("zeros")),
+        "{:?}",
+        report.holes
+    );
+    assert!(report.torn_tail.is_none(), "{report:?}");
+    assert_eq!(assert_one_run_missing(&model, &got) as u64, victim.2);
+    Ok(())
+}
+
+#[test]
+fn truncated_segment_loses_only_what_was_cut() -> Result<(), Box<dyn std::error::Error>> {
     for cut_at in [1u64, 4096, 8191, 8192 + 100, 3 * 8192 + 777] {
         let dir = tempfile::tempdir()?;
         let model = fill(dir.path(), 6000)?;
@@ -205,14 +245,33 @@ fn truncated_segment_keeps_the_prefix() -> Result<(), Box<dyn std::error::Error>
         let f = OpenOptions::new().write(true).open(&path)?;
         f.set_len(cut_at)?;
         drop(f);
-        let before: u64 = chunks.iter().filter(|c| c.1 <= cut_at).map(|c| c.2).sum();
-        let (note, got) = recovered(dir.path())?;
-        assert_prefix(&model, &got, before);
-        // Later segments hold chunks whose predecessors were cut off: the
-        // gap must be reported, and nothing after it served.
-        if cut_at > 100 {
-            let note = note.ok_or("the gap after the truncation must be reported")?;
-            assert!(note.contains("gap") || note.contains("cut off"), "{note}");
+        let lost: u64 = chunks
+            .iter()
+            .filter(|c| c.1 <= SEGMENT && c.1 > cut_at)
+            .map(|c| c.2)
+            .sum();
+        let (report, got) = reopened_verified(dir.path())?;
+        assert_eq!(
+            got.len() as u64,
+            model.records.len() as u64 - lost,
+            "every chunk outside the cut is kept"
+        );
+        for id in [SourceId(1), SourceId(2)] {
+            let want: Vec<_> = model.records.iter().filter(|r| r.0 == id).collect();
+            let have: Vec<_> = got.iter().filter(|r| r.0 == id).collect();
+            let mut w = want.iter();
+            for h in &have {
+                assert!(
+                    w.any(|x| x == h),
+                    "source {id}: a record out of order or invented"
+                );
+            }
+        }
+        if lost > 0 {
+            assert!(
+                !report.holes.is_empty(),
+                "the gap after the cut is reported"
+            );
         }
     }
     Ok(())

@@ -41,6 +41,7 @@ fn config() -> Config {
         sync_data: false,
         max_index_lag: 64,
         sync_interval_ms: 1000,
+        ..Config::default()
     }
 }
 
@@ -192,7 +193,7 @@ fn resume_after_a_crash_in_the_last_block_of_a_segment() -> Result<(), Box<dyn s
         }
         w.persist()?;
         // Simulated crash: no close, no further flush.
-        std::mem::forget(w);
+        w.simulate_crash();
     }
     let seg0 = std::fs::metadata(dir.path().join("segment-00000000.log"))?.len();
     assert!(

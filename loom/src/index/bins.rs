@@ -1,7 +1,5 @@
 //! Value bins of a range index and their per-chunk summaries.
 
-use crate::source::RangeIndexSpec;
-
 /// Summary of the records of one chunk that fall in one bin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct BinSummary {
@@ -78,14 +76,12 @@ pub(crate) struct Bins {
 }
 
 impl Bins {
-    pub(crate) fn new(spec: &RangeIndexSpec) -> Self {
-        let interval = spec.interval.max(1);
-        let n_bins = spec.n_bins.max(1);
-        let top = spec
-            .min
-            .saturating_add(interval.saturating_mul(u64::from(n_bins)));
+    pub(crate) fn new(min: u64, interval: u64, n_bins: u32) -> Self {
+        let interval = interval.max(1);
+        let n_bins = n_bins.max(1);
+        let top = min.saturating_add(interval.saturating_mul(u64::from(n_bins)));
         Bins {
-            min: spec.min,
+            min,
             divider: Divider::new(interval),
             n_bins,
             top,
@@ -113,13 +109,14 @@ impl Bins {
 mod tests {
     use super::*;
 
-    fn spec(min: u64, interval: u64, n_bins: u32) -> RangeIndexSpec {
-        RangeIndexSpec {
-            extractor: |_| 0,
-            min,
-            interval,
-            n_bins,
+    impl Bins {
+        fn new_from((min, interval, n_bins): (u64, u64, u32)) -> Self {
+            Bins::new(min, interval, n_bins)
         }
+    }
+
+    fn spec(min: u64, interval: u64, n_bins: u32) -> (u64, u64, u32) {
+        (min, interval, n_bins)
     }
 
     proptest::proptest! {
@@ -165,7 +162,7 @@ mod tests {
 
     #[test]
     fn edges() {
-        let b = Bins::new(&spec(10, 5, 3));
+        let b = Bins::new_from(spec(10, 5, 3));
         assert_eq!(b.bin_of(0), 0);
         assert_eq!(b.bin_of(9), 0);
         assert_eq!(b.bin_of(10), 1);
@@ -174,11 +171,11 @@ mod tests {
         assert_eq!(b.bin_of(24), 3);
         assert_eq!(b.bin_of(25), 4);
         assert_eq!(b.bin_of(u64::MAX), 4);
-        let p = Bins::new(&spec(0, 8, 4));
+        let p = Bins::new_from(spec(0, 8, 4));
         assert_eq!(p.bin_of(7), 1);
         assert_eq!(p.bin_of(8), 2);
         assert_eq!(p.bin_of(32), 5);
-        let huge = Bins::new(&spec(u64::MAX - 1, u64::MAX, 3));
+        let huge = Bins::new_from(spec(u64::MAX - 1, u64::MAX, 3));
         assert_eq!(huge.bin_of(u64::MAX - 1), 1);
     }
 }

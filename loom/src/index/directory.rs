@@ -24,6 +24,8 @@ pub(crate) struct ChunkEntry {
 #[derive(Clone)]
 pub(crate) struct DirectoryView {
     pub chunks: AppendView<ChunkEntry>,
+    /// First chunk retention has not dropped.
+    pub start: usize,
 }
 
 /// The writer's side of a source's directory.
@@ -38,17 +40,25 @@ impl Directory {
         }
     }
 
-    pub(crate) fn view(&self) -> DirectoryView {
-        DirectoryView {
-            chunks: self.chunks.view(),
-        }
+    /// A view without the chunks below log address `retained_from`.
+    pub(crate) fn view(&self, retained_from: u64) -> DirectoryView {
+        let chunks = self.chunks.view();
+        let start = if retained_from == 0 {
+            0
+        } else {
+            chunks.partition_point(|c| c.addr < retained_from)
+        };
+        DirectoryView { chunks, start }
     }
 }
 
 impl DirectoryView {
     /// Chunk numbers of the chunks whose time span meets `[t0, t1]`.
     pub(crate) fn overlapping(&self, t0: u64, t1: u64) -> std::ops::Range<usize> {
-        let start = self.chunks.partition_point(|c| c.last_ts < t0);
+        let start = self
+            .chunks
+            .partition_point(|c| c.last_ts < t0)
+            .max(self.start);
         let end = self.chunks.partition_point(|c| c.first_ts <= t1);
         start..end.max(start)
     }

@@ -1,49 +1,71 @@
-//! The indexer thread: builds range-index summaries for sealed chunks.
+//! The indexer thread: summarises sealed chunks for the range index and
+//! keeps the segment index files (`storage/segment_index.rs`).
 //!
-//! The writer only hands over `(source, chunk number, address, block)` when
-//! it seals a chunk of an indexed source; decoding the records, extracting
-//! values and filling bin summaries happens here, on another core, so
-//! declaring a range index costs the ingest thread almost nothing. Until a
-//! chunk's summaries are published, queries treat it like the unsealed tail
-//! and scan it, so answers stay exact whatever the indexer's lag.
+//! The writer hands over every sealed chunk's header (and its block while it
+//! is in memory); decoding records, extracting values and filling bin
+//! summaries happens here, on another core, so a range index costs the
+//! ingest thread almost nothing. Until a chunk's summaries are published,
+//! queries treat it like the unsealed tail and scan it, so answers stay
+//! exact whatever the indexer's lag. Each chunk is also listed, with its
+//! persistable summaries, in its segment's index file; a segment's file gets
+//! its footer once the flusher reports the segment's data durable.
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use crate::index::bins::BinSummary;
+use crate::index::state::IndexState;
+use crate::index::summaries::{IndexSnapshot, SourceSummaries, Summariser};
 use crate::log::chunk::{ChunkHeader, HEADER_LEN};
-use crate::log::record::for_each_bytes;
-use crate::log::slab::{AppendVec, AppendView, SlabView};
-use crate::snapshot::IndexState;
+use crate::log::slab::SlabView;
+use crate::storage::flusher::FlusherStatus;
+use crate::storage::segment_index::{IndexedChunk, SegmentIndexWriter};
 use crate::storage::segments::SegmentFiles;
 
-/// Entries per slab page of the index logs.
-const PAGE: usize = 4096;
-
-/// Where one chunk's summaries sit in its source's `bins` log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct BinSpan {
-    pub start: u64,
-    pub len: u32,
-}
-
 pub(crate) enum IndexMsg {
-    /// Start indexing source `source` (the writer's dense index).
+    /// Start indexing source `source` (the writer's dense index) from
+    /// chunk `summaries.spans.len()` on.
     Declare {
         source: usize,
         state: Arc<IndexState>,
+        summaries: SourceSummaries,
     },
-    /// Chunk number `chunk_no` of `source`, at `addr`, in `block` (base,
-    /// bytes) when it is still in memory, else on disk.
-    Chunk {
+    /// A chunk the writer just sealed, with its block while in memory.
+    /// `counted` chunks count toward the writer's lag bound.
+    Sealed {
+        source: usize,
+        chunk_no: usize,
+        addr: u64,
+        header: ChunkHeader,
+        block: Option<(u64, SlabView<u8>)>,
+        counted: bool,
+    },
+    /// A recovered chunk whose summaries are known (from its segment index).
+    Known {
+        source: usize,
+        chunk_no: usize,
+        bins: Vec<BinSummary>,
+    },
+    /// A chunk sealed before its source's index was declared (or
+    /// recovered without summaries): read it from `block` or disk.
+    Reindex {
         source: usize,
         chunk_no: usize,
         addr: u64,
         block: Option<(u64, SlabView<u8>)>,
+    },
+    /// The writer moved past segment `segment`; its last chunk ends at
+    /// `data_end` and it holds `chunks` chunks.
+    SegmentDone {
+        segment: u64,
+        data_end: u64,
+        chunks: u64,
     },
     /// Answered once every earlier message is processed and published.
     Barrier(Sender<()>),
@@ -51,56 +73,34 @@ pub(crate) enum IndexMsg {
 
 struct SourceIndex {
     state: Arc<IndexState>,
-    spans: AppendVec<BinSpan>,
-    bins: AppendVec<BinSummary>,
-    acc: Vec<BinSummary>,
-    touched: Vec<u32>,
+    summaries: SourceSummaries,
+    summariser: Summariser,
 }
 
-/// Readers' view of one source's summaries.
-#[derive(Clone)]
-pub(crate) struct SourceIndexView {
-    pub spans: AppendView<BinSpan>,
-    pub bins: AppendView<BinSummary>,
-}
-
-/// Readers' view of every source's summaries, by the writer's source index.
-#[derive(Default)]
-pub(crate) struct IndexSnapshot {
-    pub sources: Vec<Option<SourceIndexView>>,
-    /// First error the indexer met (a chunk it could not read); such chunks
-    /// stay unindexed and are scanned.
-    pub error: Option<String>,
-}
-
-impl IndexSnapshot {
-    /// The summaries of chunk `chunk_no` of source `source`, `None` if that
-    /// chunk is not indexed (yet).
-    pub(crate) fn summaries(
-        &self,
-        source: usize,
-        chunk_no: usize,
-    ) -> Option<impl Iterator<Item = BinSummary> + '_> {
-        let v = self.sources.get(source)?.as_ref()?;
-        let span = v.spans.get(chunk_no)?;
-        Some(
-            (span.start..span.start + u64::from(span.len))
-                .filter_map(move |i| v.bins.get(i as usize)),
-        )
-    }
+/// Where segment index files go; `None` for a read-only store.
+pub(crate) struct SegmentIndexing {
+    pub dir: PathBuf,
+    pub segment_size: u64,
+    pub flusher: Arc<FlusherStatus>,
+    /// Segment whose index file recovery left open for appending, if any.
+    pub open_segment: Option<u64>,
 }
 
 pub(crate) struct Indexer {
     pub tx: Sender<IndexMsg>,
-    /// Chunk messages processed so far (the writer compares it with what it
-    /// sent to bound the indexer's lag).
+    /// Counted chunk messages processed so far (the writer compares it with
+    /// what it sent to bound the indexer's lag).
     pub done: Arc<AtomicU64>,
     pub published: Arc<ArcSwap<IndexSnapshot>>,
     pub thread: Option<JoinHandle<()>>,
 }
 
 impl Indexer {
-    pub(crate) fn start(files: Arc<SegmentFiles>, chunk_size: usize) -> Self {
+    pub(crate) fn start(
+        files: Arc<SegmentFiles>,
+        chunk_size: usize,
+        indexing: Option<SegmentIndexing>,
+    ) -> Self {
         let (tx, rx) = crossbeam_channel::unbounded();
         let published = Arc::new(ArcSwap::from_pointee(IndexSnapshot::default()));
         let out = Arc::clone(&published);
@@ -108,7 +108,24 @@ impl Indexer {
         let progress = Arc::clone(&done);
         let thread = std::thread::Builder::new()
             .name("loom-indexer".into())
-            .spawn(move || run(rx, out, files, chunk_size, progress));
+            .spawn(move || {
+                let mut w = Worker {
+                    files,
+                    chunk_size,
+                    sources: Vec::new(),
+                    error: None,
+                    buf: Vec::new(),
+                    out_bins: Vec::new(),
+                    segs: indexing.map(|i| IndexFiles {
+                        open: i.open_segment,
+                        cfg: i,
+                        current: None,
+                        pending: Vec::new(),
+                        broken: Vec::new(),
+                    }),
+                };
+                w.run(rx, out, progress)
+            });
         let thread = match thread {
             Ok(t) => Some(t),
             Err(e) => {
@@ -125,86 +142,304 @@ impl Indexer {
     }
 }
 
-fn run(
-    rx: Receiver<IndexMsg>,
-    out: Arc<ArcSwap<IndexSnapshot>>,
-    files: Arc<SegmentFiles>,
-    chunk_size: usize,
-    progress: Arc<AtomicU64>,
-) {
-    let mut sources: Vec<Option<SourceIndex>> = Vec::new();
-    let mut error: Option<String> = None;
-    let mut barriers = Vec::new();
-    let mut buf = Vec::new();
-    while let Ok(first) = rx.recv() {
-        let mut msg = Some(first);
-        let mut chunks = 0u64;
-        // Work through whatever queued up, then publish once.
-        for _ in 0..4096 {
-            let Some(m) = msg.take().or_else(|| rx.try_recv().ok()) else {
-                break;
+/// The indexer's side of the segment index files.
+struct IndexFiles {
+    cfg: SegmentIndexing,
+    /// Segment whose existing file is to be appended to, not recreated.
+    open: Option<u64>,
+    current: Option<SegmentIndexWriter>,
+    /// Segments done but not yet durable: `(segment, data_end, chunks)`.
+    pending: Vec<(u64, u64, u64)>,
+    /// Segments whose file could not be written; recovery scans them.
+    broken: Vec<u64>,
+}
+
+impl IndexFiles {
+    /// The writer for `segment`, creating or reopening its file.
+    fn writer(&mut self, segment: u64) -> Option<&mut SegmentIndexWriter> {
+        if self.broken.contains(&segment) {
+            return None;
+        }
+        if self.current.as_ref().is_none_or(|w| w.segment != segment) {
+            if let Some(mut old) = self.current.take() {
+                let _ = old.flush();
+            }
+            let opened = if self.open == Some(segment) {
+                SegmentIndexWriter::append_to(&self.cfg.dir, segment)
+            } else {
+                SegmentIndexWriter::create(&self.cfg.dir, segment)
             };
-            match m {
-                IndexMsg::Declare { source, state } => {
-                    if sources.len() <= source {
-                        sources.resize_with(source + 1, || None);
-                    }
-                    let total = state.bins.total();
-                    sources[source] = Some(SourceIndex {
-                        state,
-                        spans: AppendVec::new(PAGE),
-                        bins: AppendVec::new(PAGE),
-                        acc: vec![BinSummary::default(); total],
-                        touched: Vec::new(),
-                    });
+            match opened {
+                Ok(w) => self.current = Some(w),
+                Err(e) => {
+                    self.fail(segment, &e);
+                    return None;
                 }
-                IndexMsg::Chunk {
-                    source,
-                    chunk_no,
-                    addr,
-                    block,
-                } => {
-                    chunks += 1;
-                    let Some(Some(si)) = sources.get_mut(source) else {
-                        continue;
-                    };
-                    if si.spans.len() != chunk_no {
-                        continue;
-                    }
-                    if let Err(e) = index_chunk(si, addr, block, &files, chunk_size, &mut buf) {
-                        log::error!("indexer: chunk at {addr}: {e}; it stays unindexed");
-                        error.get_or_insert(e);
-                    }
-                }
-                IndexMsg::Barrier(done) => barriers.push(done),
             }
         }
-        out.store(Arc::new(IndexSnapshot {
-            sources: sources
-                .iter()
-                .map(|s| {
-                    s.as_ref().map(|s| SourceIndexView {
-                        spans: s.spans.view(),
-                        bins: s.bins.view(),
-                    })
-                })
-                .collect(),
-            error: error.clone(),
-        }));
-        progress.fetch_add(chunks, Ordering::Release);
-        for b in barriers.drain(..) {
-            let _ = b.send(());
+        self.current.as_mut()
+    }
+
+    fn fail(&mut self, segment: u64, e: &std::io::Error) {
+        log::error!(
+            "segment index of segment {segment}: {e}; that segment will be scanned on the next open"
+        );
+        self.broken.push(segment);
+        if self.current.as_ref().is_some_and(|w| w.segment == segment) {
+            self.current = None;
+        }
+    }
+
+    fn chunk(&mut self, c: &IndexedChunk) {
+        let seg = c.addr / self.cfg.segment_size;
+        if let Some(w) = self.writer(seg) {
+            if let Err(e) = w.chunk(c) {
+                self.fail(seg, &e);
+            }
+        }
+    }
+
+    fn summaries(&mut self, addr: u64, bins: &[BinSummary]) {
+        let seg = addr / self.cfg.segment_size;
+        if self.broken.contains(&seg) {
+            return;
+        }
+        let r = if self.current.as_ref().is_some_and(|w| w.segment == seg) {
+            self.current
+                .as_mut()
+                .map_or(Ok(()), |w| w.summaries(addr, bins))
+        } else {
+            SegmentIndexWriter::append_to(&self.cfg.dir, seg)
+                .and_then(|mut w| w.summaries(addr, bins).and_then(|_| w.flush()))
+        };
+        if let Err(e) = r {
+            self.fail(seg, &e);
+        }
+    }
+
+    /// Writes the footers of done segments whose data is now durable.
+    fn finish_durable(&mut self) {
+        let durable = self.cfg.flusher.durable_end.load(Ordering::Acquire);
+        let mut i = 0;
+        while i < self.pending.len() {
+            let (seg, data_end, chunks) = self.pending[i];
+            if data_end > durable {
+                i += 1;
+                continue;
+            }
+            self.pending.swap_remove(i);
+            if let Some(w) = self.writer(seg) {
+                if let Err(e) = w.finish(data_end, chunks) {
+                    self.fail(seg, &e);
+                }
+            }
+            if self.current.as_ref().is_some_and(|w| w.segment == seg) {
+                self.current = None;
+            }
+        }
+    }
+
+    fn flush(&mut self) {
+        if let Some(w) = self.current.as_mut() {
+            if let Err(e) = w.flush() {
+                let seg = w.segment;
+                let p = w.path().display().to_string();
+                log::error!("{p}: {e}");
+                self.fail(seg, &e);
+            }
         }
     }
 }
 
-fn index_chunk(
+struct Worker {
+    files: Arc<SegmentFiles>,
+    chunk_size: usize,
+    sources: Vec<Option<SourceIndex>>,
+    error: Option<String>,
+    buf: Vec<u8>,
+    out_bins: Vec<BinSummary>,
+    segs: Option<IndexFiles>,
+}
+
+impl Worker {
+    fn run(
+        &mut self,
+        rx: Receiver<IndexMsg>,
+        out: Arc<ArcSwap<IndexSnapshot>>,
+        progress: Arc<AtomicU64>,
+    ) {
+        let mut barriers = Vec::new();
+        loop {
+            let first = match rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(m) => m,
+                Err(RecvTimeoutError::Timeout) => {
+                    if let Some(s) = self.segs.as_mut() {
+                        s.finish_durable();
+                    }
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => break,
+            };
+            let mut msg = Some(first);
+            let mut counted = 0u64;
+            // Work through whatever queued up, then publish once.
+            for _ in 0..4096 {
+                let Some(m) = msg.take().or_else(|| rx.try_recv().ok()) else {
+                    break;
+                };
+                match m {
+                    IndexMsg::Barrier(done) => barriers.push(done),
+                    other => {
+                        if self.handle(other) {
+                            counted += 1;
+                        }
+                    }
+                }
+            }
+            if let Some(s) = self.segs.as_mut() {
+                s.flush();
+                s.finish_durable();
+            }
+            out.store(Arc::new(IndexSnapshot {
+                sources: self
+                    .sources
+                    .iter()
+                    .map(|s| s.as_ref().map(|s| s.summaries.view()))
+                    .collect(),
+                error: self.error.clone(),
+            }));
+            progress.fetch_add(counted, Ordering::Release);
+            for b in barriers.drain(..) {
+                let _ = b.send(());
+            }
+        }
+        if let Some(s) = self.segs.as_mut() {
+            s.flush();
+            s.finish_durable();
+        }
+    }
+
+    /// Handles one message; true when it was a counted chunk.
+    fn handle(&mut self, m: IndexMsg) -> bool {
+        match m {
+            IndexMsg::Declare {
+                source,
+                state,
+                summaries,
+            } => {
+                if self.sources.len() <= source {
+                    self.sources.resize_with(source + 1, || None);
+                }
+                self.sources[source] = Some(SourceIndex {
+                    summariser: Summariser::new(&state),
+                    state,
+                    summaries,
+                });
+                false
+            }
+            IndexMsg::Sealed {
+                source,
+                chunk_no,
+                addr,
+                header,
+                block,
+                counted,
+            } => {
+                let summaries = self.summarise(source, chunk_no, addr, block);
+                if let Some(s) = self.segs.as_mut() {
+                    s.chunk(&IndexedChunk {
+                        addr,
+                        header,
+                        summaries,
+                    });
+                }
+                counted
+            }
+            IndexMsg::Known {
+                source,
+                chunk_no,
+                bins,
+            } => {
+                if let Some(Some(si)) = self.sources.get_mut(source) {
+                    if si.summaries.spans.len() == chunk_no {
+                        si.summaries.push_chunk(&bins);
+                    }
+                }
+                false
+            }
+            IndexMsg::Reindex {
+                source,
+                chunk_no,
+                addr,
+                block,
+            } => {
+                if let Some(bins) = self.summarise(source, chunk_no, addr, block) {
+                    if let Some(s) = self.segs.as_mut() {
+                        s.summaries(addr, &bins);
+                    }
+                }
+                false
+            }
+            IndexMsg::SegmentDone {
+                segment,
+                data_end,
+                chunks,
+            } => {
+                if let Some(s) = self.segs.as_mut() {
+                    s.pending.push((segment, data_end, chunks));
+                }
+                false
+            }
+            IndexMsg::Barrier(_) => false,
+        }
+    }
+
+    /// Summarises chunk `chunk_no` of `source` if it is indexed and next in
+    /// line; returns the summaries when they may be persisted.
+    fn summarise(
+        &mut self,
+        source: usize,
+        chunk_no: usize,
+        addr: u64,
+        block: Option<(u64, SlabView<u8>)>,
+    ) -> Option<Vec<BinSummary>> {
+        let Some(Some(si)) = self.sources.get_mut(source) else {
+            return None;
+        };
+        if si.summaries.spans.len() != chunk_no {
+            return None;
+        }
+        let r = summarise_chunk(
+            si,
+            addr,
+            block,
+            &self.files,
+            self.chunk_size,
+            &mut self.buf,
+            &mut self.out_bins,
+        );
+        match r {
+            Ok(()) => {
+                si.summaries.push_chunk(&self.out_bins);
+                si.state.persistable().then(|| self.out_bins.clone())
+            }
+            Err(e) => {
+                log::error!("indexer: chunk at {addr}: {e}; it stays unindexed");
+                self.error.get_or_insert(e);
+                None
+            }
+        }
+    }
+}
+
+fn summarise_chunk(
     si: &mut SourceIndex,
     addr: u64,
     block: Option<(u64, SlabView<u8>)>,
     files: &SegmentFiles,
     chunk_size: usize,
     buf: &mut Vec<u8>,
+    out: &mut Vec<BinSummary>,
 ) -> Result<(), String> {
     let bytes: &[u8] = match &block {
         Some((base, view)) => view
@@ -225,31 +460,6 @@ fn index_chunk(
     let payload = bytes
         .get(HEADER_LEN..len)
         .ok_or("chunk length out of bounds")?;
-    let state = &si.state;
-    let acc = &mut si.acc;
-    // Bins touched by this chunk, so emitting and resetting costs per
-    // non-empty bin, not per declared bin (sources may declare thousands).
-    let touched = &mut si.touched;
-    touched.clear();
-    for_each_bytes(payload, header.count, |b| {
-        let v = state.value(b);
-        let bin = state.bins.bin_of(v);
-        if let Some(slot) = acc.get_mut(bin as usize) {
-            if slot.count == 0 {
-                touched.push(bin);
-            }
-            slot.add(v);
-        }
-    })?;
-    touched.sort_unstable();
-    let start = si.bins.len() as u64;
-    for &bin in touched.iter() {
-        let sm = std::mem::take(&mut si.acc[bin as usize]);
-        si.bins.push(BinSummary { bin, ..sm });
-    }
-    si.spans.push(BinSpan {
-        start,
-        len: touched.len() as u32,
-    });
-    Ok(())
+    si.summariser
+        .summarise(&si.state, payload, header.count, out)
 }

@@ -4,3 +4,5 @@
 pub(crate) mod bins;
 pub(crate) mod directory;
 pub(crate) mod indexer;
+pub(crate) mod state;
+pub(crate) mod summaries;

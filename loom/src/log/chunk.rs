@@ -17,7 +17,8 @@
 //! All integers are little-endian. The backward `prev` link lets a reader walk
 //! one source's history without any index (the "no index" ablation).
 
-/// Marks the start of a chunk.
+/// Marks the start of a chunk (recovery also searches for it to resume
+/// after a corrupt chunk).
 pub(crate) const CHUNK_MAGIC: u32 = 0x4d4f_4f4c; // "LOOM" in little-endian bytes
 /// Bytes of the chunk header.
 pub(crate) const HEADER_LEN: usize = 48;
@@ -56,8 +57,8 @@ fn u64_at(b: &[u8], o: usize) -> u64 {
 
 impl ChunkHeader {
     /// Writes the header (with its checksum computed over `payload`) into
-    /// `out[..HEADER_LEN]`.
-    pub(crate) fn write(&self, out: &mut [u8], payload: &[u8]) {
+    /// `out[..HEADER_LEN]`; returns the checksum.
+    pub(crate) fn write(&self, out: &mut [u8], payload: &[u8]) -> u32 {
         out[0..4].copy_from_slice(&CHUNK_MAGIC.to_le_bytes());
         out[4..8].copy_from_slice(&self.len.to_le_bytes());
         out[8..16].copy_from_slice(&self.source.to_le_bytes());
@@ -67,6 +68,7 @@ impl ChunkHeader {
         out[40..44].copy_from_slice(&self.count.to_le_bytes());
         let crc = crc32c::crc32c_append(crc32c::crc32c(&out[0..44]), payload);
         out[44..48].copy_from_slice(&crc.to_le_bytes());
+        crc
     }
 
     /// Reads a header; `Ok(None)` for an empty (zero) word, `Err` for anything

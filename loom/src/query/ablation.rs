@@ -32,6 +32,21 @@ pub struct CountResult {
 }
 
 impl Snapshot {
+    /// The chunk before the one at `addr`: its `prev` link, unless recovery
+    /// found that chunk missing (skipped as corrupt), in which case the walk
+    /// goes on from the newest chunk of the source that is still there.
+    fn prev_present(&self, sv: &crate::snapshot::SourceView, addr: u64, prev: u64) -> u64 {
+        if prev == NO_CHUNK {
+            return NO_CHUNK;
+        }
+        let i = sv.dir.chunks.partition_point(|c| c.addr < addr);
+        // Normally the directory's previous chunk is `prev` itself.
+        match i.checked_sub(1).and_then(|j| sv.dir.chunks.get(j)) {
+            Some(c) => c.addr,
+            None => NO_CHUNK,
+        }
+    }
+
     /// Counts records with timestamp in `[t0, t1]` and indexed value in
     /// `[lo, hi]`, using only the indexes `mode` allows.
     pub fn count_matching(
@@ -59,13 +74,13 @@ impl Snapshot {
         match mode {
             IndexMode::NoIndex => {
                 let mut addr = sv.newest_chunk;
-                while addr != NO_CHUNK {
+                while addr != NO_CHUNK && addr >= self.p.retained_from {
                     let h = self.each_in_chunk(addr, t0, t1, &mut visit)?;
                     r.chunks_read += 1;
                     if h.first_ts < t0 {
                         break;
                     }
-                    addr = h.prev;
+                    addr = self.prev_present(sv, addr, h.prev);
                 }
             }
             IndexMode::TimeOnly => {
@@ -76,7 +91,7 @@ impl Snapshot {
                 }
             }
             IndexMode::RangeOnly => {
-                for i in (0..sv.dir.chunks.len()).rev() {
+                for i in (sv.dir.start..sv.dir.chunks.len()).rev() {
                     let Some(c) = sv.dir.chunks.get(i) else { break };
                     if c.last_ts < t0 {
                         break;

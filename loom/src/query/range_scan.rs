@@ -86,6 +86,9 @@ impl Snapshot {
             .dir
             .chunks
             .partition_point(|c| c.first_seq + u64::from(c.count) <= addr.seq);
+        if i < sv.dir.start {
+            return Ok(None);
+        }
         let mut found = None;
         match sv.dir.chunks.get(i) {
             Some(c) => {

@@ -1,18 +1,25 @@
-//! The flusher thread: writes block ranges to segment files, in order.
+//! The flusher thread: writes block ranges to segment files, in order, and
+//! syncs them on a timer.
 //!
 //! The writer hands over a view of a block and the byte range to write; the
-//! flusher writes it (with `O_DIRECT` where the file system allows), optionally
-//! `fdatasync`s, drops the view and acknowledges. The writer never waits for
-//! this except in `persist` and when every in-memory block is in flight.
+//! flusher writes it (with `O_DIRECT` where the file system allows), drops
+//! the view and acknowledges. Written files are `fdatasync`ed at least every
+//! `sync_interval`, whether new jobs arrive or not, and at once for a
+//! durable job (`persist`). A write that fails (a full disk) is retried every
+//! `retry_interval` until it succeeds or the writer shuts down; meanwhile
+//! `FlusherStatus::failing` says why, so the writer can refuse records
+//! instead of waiting and readers keep answering.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use crate::config::FlushMode;
 use crate::log::slab::SlabView;
@@ -35,10 +42,52 @@ pub(crate) struct FlushAck {
     pub result: Result<(), String>,
 }
 
+/// What the flusher thread tells the rest of the store.
+#[derive(Default)]
+pub(crate) struct FlusherStatus {
+    /// Log address below which everything written is synced to disk.
+    pub durable_end: AtomicU64,
+    /// Why writing currently fails, `None` while writes succeed.
+    pub failing: Mutex<Option<String>>,
+    /// Writes or syncs that failed (each retry counts).
+    pub write_errors: AtomicU64,
+    /// Set on shutdown: a failing write is given up instead of retried.
+    pub stop: AtomicBool,
+}
+
+impl FlusherStatus {
+    pub(crate) fn failing(&self) -> Option<String> {
+        match self.failing.lock() {
+            Ok(g) => g.clone(),
+            Err(p) => p.into_inner().clone(),
+        }
+    }
+
+    fn set_failing(&self, why: Option<String>) {
+        match self.failing.lock() {
+            Ok(mut g) => *g = why,
+            Err(p) => *p.into_inner() = why,
+        }
+    }
+}
+
 pub(crate) struct Flusher {
     pub jobs: Sender<FlushJob>,
     pub acks: Receiver<FlushAck>,
+    pub status: Arc<FlusherStatus>,
     pub thread: Option<JoinHandle<()>>,
+}
+
+/// Settings of the flusher thread.
+pub(crate) struct FlusherConfig {
+    pub dir: PathBuf,
+    pub layout: Layout,
+    pub mode: FlushMode,
+    pub sync_data: bool,
+    pub sync_interval: Duration,
+    pub retry_interval: Duration,
+    /// Address everything below which is already on disk (recovered).
+    pub durable_end: u64,
 }
 
 struct State {
@@ -50,40 +99,32 @@ struct State {
     last_sync: Instant,
     unsynced: Vec<u64>,
     files: HashMap<u64, File>,
+    written_end: u64,
+    status: Arc<FlusherStatus>,
 }
 
 impl Flusher {
-    pub(crate) fn start(
-        dir: PathBuf,
-        layout: Layout,
-        mode: FlushMode,
-        sync_data: bool,
-        sync_interval: Duration,
-    ) -> Self {
+    pub(crate) fn start(cfg: FlusherConfig) -> Self {
         let (jobs, job_rx) = crossbeam_channel::unbounded::<FlushJob>();
         let (ack_tx, acks) = crossbeam_channel::unbounded::<FlushAck>();
+        let status = Arc::new(FlusherStatus::default());
+        status.durable_end.store(cfg.durable_end, Ordering::Release);
         let mut state = State {
-            dir,
-            layout,
-            mode,
-            sync_data,
-            sync_interval,
+            dir: cfg.dir,
+            layout: cfg.layout,
+            mode: cfg.mode,
+            sync_data: cfg.sync_data,
+            sync_interval: cfg.sync_interval,
             last_sync: Instant::now(),
             unsynced: Vec::new(),
             files: HashMap::new(),
+            written_end: cfg.durable_end,
+            status: Arc::clone(&status),
         };
+        let retry = cfg.retry_interval;
         let thread = std::thread::Builder::new()
             .name("loom-flusher".into())
-            .spawn(move || {
-                for job in job_rx {
-                    let result = state.write(&job);
-                    let id = job.id;
-                    drop(job);
-                    if ack_tx.send(FlushAck { id, result }).is_err() {
-                        break;
-                    }
-                }
-            });
+            .spawn(move || run(&mut state, job_rx, ack_tx, retry));
         let thread = match thread {
             Ok(t) => Some(t),
             Err(e) => {
@@ -91,7 +132,40 @@ impl Flusher {
                 None
             }
         };
-        Flusher { jobs, acks, thread }
+        Flusher {
+            jobs,
+            acks,
+            status,
+            thread,
+        }
+    }
+}
+
+fn run(state: &mut State, jobs: Receiver<FlushJob>, acks: Sender<FlushAck>, retry: Duration) {
+    // Wake often enough to keep the sync timer even when no job comes.
+    let tick = state
+        .sync_interval
+        .clamp(Duration::from_millis(5), Duration::from_millis(100));
+    loop {
+        match jobs.recv_timeout(tick) {
+            Ok(job) => {
+                let result = state.write_retrying(&job, retry);
+                let id = job.id;
+                drop(job);
+                if acks.send(FlushAck { id, result }).is_err() {
+                    break;
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                if state.last_sync.elapsed() >= state.sync_interval {
+                    let _ = state.sync_all();
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                let _ = state.sync_all();
+                break;
+            }
+        }
     }
 }
 
@@ -126,6 +200,43 @@ impl State {
             .ok_or_else(|| format!("segment {seg} vanished"))
     }
 
+    /// Writes a job, retrying a failing write until it succeeds or the
+    /// writer shuts down; logs once when writes start and stop failing.
+    fn write_retrying(&mut self, job: &FlushJob, retry: Duration) -> Result<(), String> {
+        let mut failed_since: Option<Instant> = None;
+        loop {
+            match self.write(job) {
+                Ok(()) => {
+                    if let Some(t) = failed_since {
+                        log::warn!(
+                            "{}: writes succeed again after {:.1} s of failures",
+                            self.dir.display(),
+                            t.elapsed().as_secs_f64()
+                        );
+                        self.status.set_failing(None);
+                    }
+                    return Ok(());
+                }
+                Err(m) => {
+                    self.status.write_errors.fetch_add(1, Ordering::Relaxed);
+                    if failed_since.is_none() {
+                        log::error!(
+                            "{}: {m}; retrying every {} ms, records that do not fit in memory meanwhile are refused",
+                            self.dir.display(),
+                            retry.as_millis()
+                        );
+                        failed_since = Some(Instant::now());
+                        self.status.set_failing(Some(m.clone()));
+                    }
+                    if self.status.stop.load(Ordering::Acquire) {
+                        return Err(m);
+                    }
+                    std::thread::sleep(retry);
+                }
+            }
+        }
+    }
+
     fn write(&mut self, job: &FlushJob) -> Result<(), String> {
         let (seg, off) = self.layout.locate(job.base);
         let bytes = job
@@ -133,24 +244,48 @@ impl State {
             .as_slice()
             .get(job.from..job.to)
             .ok_or_else(|| format!("flush range {}..{} outside the block", job.from, job.to))?;
-        let dir = self.dir.clone();
         if !bytes.is_empty() {
             self.write_range(seg, off + job.from as u64, bytes)?;
+            self.written_end = self.written_end.max(job.base + job.to as u64);
         }
-        let due = job.durable || self.last_sync.elapsed() >= self.sync_interval;
-        if self.sync_data && due {
-            for s in std::mem::take(&mut self.unsynced) {
+        if !self.sync_data {
+            // Written data survives a crash of the process, which is all
+            // this mode promises.
+            self.status
+                .durable_end
+                .store(self.written_end, Ordering::Release);
+        }
+        if job.durable || self.last_sync.elapsed() >= self.sync_interval {
+            self.sync_all()?;
+        }
+        Ok(())
+    }
+
+    /// Syncs every file written since the last sync and advances
+    /// `durable_end`.
+    fn sync_all(&mut self) -> Result<(), String> {
+        if self.sync_data {
+            let dir = self.dir.clone();
+            while let Some(&s) = self.unsynced.last() {
                 if let Some(f) = self.files.get(&s) {
-                    f.sync_data().map_err(|e| {
-                        format!(
+                    if let Err(e) = f.sync_data() {
+                        let m = format!(
                             "{}: fdatasync failed: {e}",
                             Layout::segment_path(&dir, s).display()
-                        )
-                    })?;
+                        );
+                        self.status.write_errors.fetch_add(1, Ordering::Relaxed);
+                        log::error!("{m}");
+                        return Err(m);
+                    }
                 }
+                self.unsynced.pop();
             }
-            self.last_sync = Instant::now();
         }
+        self.unsynced.clear();
+        self.last_sync = Instant::now();
+        self.status
+            .durable_end
+            .store(self.written_end, Ordering::Release);
         Ok(())
     }
 

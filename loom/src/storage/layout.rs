@@ -40,15 +40,26 @@ impl Layout {
         dir.join(format!("segment-{index:08}.log"))
     }
 
-    /// Reads the layout stored in `dir`, or stores `wanted` if there is none.
-    pub(crate) fn load_or_store(dir: &Path, wanted: Layout) -> Result<Layout> {
+    /// Reads the layout stored in `dir`, `None` if there is none.
+    pub(crate) fn load(dir: &Path) -> Result<Option<Layout>> {
         let path = dir.join(META_FILE);
         match fs::read_to_string(&path) {
-            Ok(text) => {
-                let stored = Self::parse(&text).map_err(|reason| Error::Corrupted {
+            Ok(text) => Self::parse(&text)
+                .map(Some)
+                .map_err(|reason| Error::Corrupted {
                     address: 0,
                     reason: format!("{}: {reason}", path.display()),
-                })?;
+                }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io(&path, e)),
+        }
+    }
+
+    /// Reads the layout stored in `dir`, or stores `wanted` (durably) if
+    /// there is none.
+    pub(crate) fn load_or_store(dir: &Path, wanted: Layout) -> Result<Layout> {
+        match Self::load(dir)? {
+            Some(stored) => {
                 if stored != wanted {
                     log::info!(
                         "{}: using the stored layout {stored:?} instead of the configured {wanted:?}",
@@ -57,17 +68,14 @@ impl Layout {
                 }
                 Ok(stored)
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            None => {
                 let text = format!(
                     "{META_HEADER}\nchunk_size={}\nblock_size={}\nsegment_size={}\n",
                     wanted.chunk_size, wanted.block_size, wanted.segment_size
                 );
-                let tmp = dir.join("loom.meta.tmp");
-                fs::write(&tmp, text).map_err(|e| Error::io(&tmp, e))?;
-                fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
+                crate::storage::catalog::write_durably(dir, META_FILE, text.as_bytes())?;
                 Ok(wanted)
             }
-            Err(e) => Err(Error::io(&path, e)),
         }
     }
 

@@ -1,26 +1,84 @@
-//! Recovery on open: scan segment files, keep every valid chunk, cut a torn
-//! or corrupt tail.
+//! Recovery on open: find every valid chunk, never delete valid data.
 //!
-//! Chunks are packed from the start of each block; a zero word ends a block's
-//! chunks, a block that starts with a zero word ends the log. The first chunk
-//! that fails its checks ends the log too: it and everything after it are
-//! dropped (zeroed and truncated on disk, so later writes are never hidden
-//! behind it) and the reason is logged.
+//! A segment whose index file (`segment_index.rs`) ends in a footer is
+//! complete and durable: its chunks and summaries are taken from the index
+//! file without reading the segment. Any other segment is scanned block by
+//! block, every chunk checked (magic, length, CRC-32C):
+//!
+//! - a chunk that fails its checks *inside* the log is skipped: the scan
+//!   looks for the next valid chunk (chunks start on 8-byte boundaries),
+//!   keeps everything after it, and reports the segment, offset and reason;
+//! - zeros followed by valid chunks are reported as a hole;
+//! - only what follows the last valid chunk of the whole log is a torn tail:
+//!   the writer zeroes it (and removes later segment files, which then hold
+//!   no valid chunk) so it never hides data written after this open.
+//!
+//! A chunk whose `prev` link does not name its source's previous recovered
+//! chunk means records of that source are missing (a skipped chunk, a lost
+//! segment): that is reported too, and the chunks are kept.
 
 use std::collections::HashMap;
 use std::fs::{self, OpenOptions};
 use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::time::Instant;
 
 use crate::error::{Error, Result};
-use crate::log::chunk::{padded, ChunkHeader, NO_CHUNK};
+use crate::index::bins::BinSummary;
+use crate::log::chunk::{padded, ChunkHeader, CHUNK_MAGIC, HEADER_LEN, NO_CHUNK};
+use crate::storage::catalog::sync_dir;
 use crate::storage::layout::Layout;
+use crate::storage::segment_index::{self, IndexedChunk, SegmentIndexWriter};
 
 /// A chunk found on disk.
 pub(crate) struct RecoveredChunk {
     pub addr: u64,
     pub header: ChunkHeader,
+    /// Its range-index summaries, when the segment index had them.
+    pub summaries: Option<Vec<BinSummary>>,
+}
+
+/// One segment file as recovery found it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SegmentInfo {
+    pub index: u64,
+    /// Newest timestamp of any chunk in it (0 if none).
+    pub newest_ts: u64,
+    /// Bytes on disk (segment and its index file).
+    pub bytes: u64,
+}
+
+/// What recovery found and did, for people.
+#[derive(Debug, Clone, Default)]
+pub struct RecoveryReport {
+    /// Chunks recovered.
+    pub chunks: u64,
+    /// Records in them.
+    pub records: u64,
+    /// Segments taken from their index file without reading them.
+    pub segments_from_index: u64,
+    /// Segments scanned chunk by chunk.
+    pub segments_scanned: u64,
+    /// Bytes read while scanning.
+    pub bytes_scanned: u64,
+    /// Corrupt regions inside the log that were skipped (the data around
+    /// them is kept): `(segment, offset, reason)`.
+    pub skipped: Vec<(u64, u64, String)>,
+    /// Holes: zeros or missing segments followed by valid data, and sources
+    /// whose chunk chain has a gap.
+    pub holes: Vec<String>,
+    /// The torn tail cut at the end of the log, if any: `(address, reason)`.
+    pub torn_tail: Option<(u64, String)>,
+    /// Wall time of the recovery, ms.
+    pub millis: f64,
+}
+
+impl RecoveryReport {
+    /// Whether anything was skipped, missing or cut.
+    pub fn lost_anything(&self) -> bool {
+        !self.skipped.is_empty() || !self.holes.is_empty() || self.torn_tail.is_some()
+    }
 }
 
 /// What recovery found.
@@ -28,8 +86,17 @@ pub(crate) struct Recovered {
     pub chunks: Vec<RecoveredChunk>,
     /// Address just past the last valid chunk.
     pub end: u64,
-    /// Why the tail was cut, if it was.
-    pub dropped: Option<String>,
+    pub segments: Vec<SegmentInfo>,
+    pub report: RecoveryReport,
+}
+
+/// Open mode of recovery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// The writer's open: cut the torn tail, complete the index files.
+    Repair,
+    /// A reader's open: change nothing on disk.
+    ReadOnly,
 }
 
 fn segment_indices(dir: &Path) -> Result<Vec<u64>> {
@@ -50,115 +117,113 @@ fn segment_indices(dir: &Path) -> Result<Vec<u64>> {
     Ok(out)
 }
 
-/// Scans `dir` and repairs its tail. Reads every byte once.
-pub(crate) fn recover(dir: &Path, layout: Layout) -> Result<Recovered> {
-    let segments = segment_indices(dir)?;
-    let mut chunks = Vec::new();
-    let mut end = 0u64;
-    let mut cut: Option<(u64, String)> = None;
-    let mut block = vec![0u8; layout.block_size];
-    let mut newest: HashMap<u64, u64> = HashMap::new();
-
-    'segments: for (expected, &seg) in segments.iter().enumerate() {
-        if seg != expected as u64 {
-            cut = Some((
-                seg * layout.segment_size,
-                format!("segment {expected} is missing, later segments are unreachable"),
-            ));
-            break;
-        }
-        let path = Layout::segment_path(dir, seg);
-        let mut file = fs::File::open(&path).map_err(|e| Error::io(&path, e))?;
-        let seg_base = seg * layout.segment_size;
-        let mut block_off = 0u64;
-        while block_off < layout.segment_size {
-            let n = read_full(&mut file, &mut block).map_err(|e| Error::io(&path, e))?;
-            if n == 0 {
-                // A segment may end early: after a crash the writer resumes
-                // at the next block, which can be in the next segment.
-                break;
-            }
-            let base = seg_base + block_off;
-            let bytes = &block[..n];
-            let mut o = 0usize;
-            let mut found_any = false;
-            while o + 4 <= bytes.len() {
-                let at = base + o as u64;
-                let header = match ChunkHeader::read(&bytes[o..]) {
-                    Ok(Some(h)) => h,
-                    Ok(None) => break,
-                    Err(reason) => {
-                        cut = Some((at, reason));
-                        break 'segments;
-                    }
-                };
-                if let Err(reason) = header.verify(&bytes[o..], layout.chunk_size) {
-                    cut = Some((at, reason));
-                    break 'segments;
-                }
-                if header.count == 0 {
-                    cut = Some((at, "chunk with zero records".into()));
-                    break 'segments;
-                }
-                // Each chunk links to its source's previous chunk; a link to
-                // anything but the last chunk seen means bytes before it are
-                // missing (a truncated or lost segment), so the log ends here.
-                let last = newest.get(&header.source).copied().unwrap_or(NO_CHUNK);
-                if header.prev != last {
-                    cut = Some((
-                        at,
-                        format!(
-                            "chunk of source {:#x} links to {} but that source's last chunk is at {}: the log has a gap",
-                            header.source,
-                            fmt_addr(header.prev),
-                            fmt_addr(last)
-                        ),
-                    ));
-                    break 'segments;
-                }
-                newest.insert(header.source, at);
-                chunks.push(RecoveredChunk { addr: at, header });
-                found_any = true;
-                o += padded(header.len as usize);
-                end = base + o as u64;
-            }
-            if !found_any {
-                break 'segments;
-            }
-            block_off += layout.block_size as u64;
-        }
-    }
-
-    let dropped = match cut {
-        Some((at, reason)) => {
-            let msg = format!(
-                "{}: dropping the log from address {at}: {reason}",
-                dir.display()
-            );
-            log::error!("{msg}");
-            discard_from(dir, layout, at, &segments)?;
-            Some(msg)
-        }
-        None => {
-            // A clean end can still be followed by stale bytes in the same
-            // block (an old partial persist); zero them so they never shadow
-            // data written after this open.
-            discard_from(dir, layout, end, &segments)?;
-            None
-        }
-    };
-    Ok(Recovered {
-        chunks,
-        end,
-        dropped,
-    })
+/// A region the scan could not read as chunks; whether it is a skipped
+/// corruption or the torn tail is decided once the end of the log is known.
+struct BadRegion {
+    at: u64,
+    reason: String,
+    zeros: bool,
 }
 
-fn fmt_addr(a: u64) -> String {
-    if a == NO_CHUNK {
-        "nothing".into()
-    } else {
-        format!("address {a}")
+struct Scan<'a> {
+    layout: Layout,
+    chunks: Vec<RecoveredChunk>,
+    bad: Vec<BadRegion>,
+    end: u64,
+    by_addr: HashMap<u64, &'a IndexedChunk>,
+}
+
+/// Offset of the first valid chunk in `bytes[from..]` (8-byte steps).
+fn next_valid(bytes: &[u8], from: usize, chunk_size: usize) -> Option<usize> {
+    let magic = CHUNK_MAGIC.to_le_bytes();
+    let mut o = from.div_ceil(8) * 8;
+    while o + HEADER_LEN <= bytes.len() {
+        if bytes[o..o + 4] == magic {
+            if let Ok(Some(h)) = ChunkHeader::read(&bytes[o..]) {
+                if h.count > 0 && h.verify(&bytes[o..], chunk_size).is_ok() {
+                    return Some(o);
+                }
+            }
+        }
+        o += 8;
+    }
+    None
+}
+
+/// Offset of the first non-zero 8-byte word in `bytes[from..]`.
+fn next_nonzero(bytes: &[u8], from: usize) -> Option<usize> {
+    let mut o = from.div_ceil(8) * 8;
+    while o + 8 <= bytes.len() {
+        if bytes[o..o + 8].iter().any(|&b| b != 0) {
+            return Some(o);
+        }
+        o += 8;
+    }
+    None
+}
+
+impl Scan<'_> {
+    /// Reads one block's chunks.
+    fn block(&mut self, base: u64, bytes: &[u8]) {
+        let cs = self.layout.chunk_size;
+        let mut o = 0usize;
+        while o + 4 <= bytes.len() {
+            let at = base + o as u64;
+            let problem = match ChunkHeader::read(&bytes[o..]) {
+                Ok(None) => {
+                    // Zeros: normally the unused rest of the block. Data
+                    // after them is reported as a hole.
+                    match next_nonzero(bytes, o) {
+                        None => return,
+                        // A zero magic with bytes after it: not zeros, garbage.
+                        Some(n) if n == o => Some("chunk with a zero magic".to_string()),
+                        Some(n) => {
+                            self.bad.push(BadRegion {
+                                at,
+                                reason: format!("{} bytes of zeros", n - o),
+                                zeros: true,
+                            });
+                            o = n;
+                            continue;
+                        }
+                    }
+                }
+                Ok(Some(h)) => match h.verify(&bytes[o..], cs) {
+                    Ok(()) if h.count == 0 => Some("chunk with zero records".to_string()),
+                    Ok(()) => {
+                        let summaries = self.by_addr.get(&at).and_then(|c| {
+                            let same = c.header.source == h.source
+                                && c.header.count == h.count
+                                && c.header.first_ts == h.first_ts
+                                && c.header.last_ts == h.last_ts
+                                && c.header.crc == h.crc;
+                            same.then(|| c.summaries.clone()).flatten()
+                        });
+                        self.chunks.push(RecoveredChunk {
+                            addr: at,
+                            header: h,
+                            summaries,
+                        });
+                        o += padded(h.len as usize);
+                        self.end = base + o as u64;
+                        None
+                    }
+                    Err(reason) => Some(reason),
+                },
+                Err(reason) => Some(reason),
+            };
+            if let Some(reason) = problem {
+                self.bad.push(BadRegion {
+                    at,
+                    reason,
+                    zeros: false,
+                });
+                match next_valid(bytes, o + 8, cs) {
+                    Some(n) => o = n,
+                    None => return,
+                }
+            }
+        }
     }
 }
 
@@ -175,7 +240,230 @@ fn read_full(file: &mut fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(done)
 }
 
-/// Zeroes `[at, end of its block)` and removes everything after that block.
+fn file_len(p: &Path) -> u64 {
+    fs::metadata(p).map(|m| m.len()).unwrap_or(0)
+}
+
+/// Recovers the store in `dir`.
+pub(crate) fn recover(dir: &Path, layout: Layout, mode: Mode, verify: bool) -> Result<Recovered> {
+    let started = Instant::now();
+    let segments = segment_indices(dir)?;
+    let mut report = RecoveryReport::default();
+    let mut chunks: Vec<RecoveredChunk> = Vec::new();
+    let mut bad: Vec<BadRegion> = Vec::new();
+    let mut end = 0u64;
+    let mut scanned: Vec<u64> = Vec::new();
+    let mut infos = Vec::new();
+    let mut block = vec![0u8; layout.block_size];
+
+    for (i, &seg) in segments.iter().enumerate() {
+        if i > 0 && seg != segments[i - 1] + 1 {
+            report.holes.push(format!(
+                "segments {}..={} are missing",
+                segments[i - 1] + 1,
+                seg - 1
+            ));
+        }
+        let path = Layout::segment_path(dir, seg);
+        let seg_base = seg * layout.segment_size;
+        let len = file_len(&path);
+        let six = segment_index::read(dir, seg)?;
+        let first_new = chunks.len();
+        let trusted = !verify
+            && match six.footer {
+                Some((data_end, n)) => {
+                    n == six.chunks.len() as u64
+                        && data_end <= seg_base + len
+                        && data_end >= seg_base
+                }
+                None => false,
+            };
+        if trusted {
+            report.segments_from_index += 1;
+            for c in &six.chunks {
+                chunks.push(RecoveredChunk {
+                    addr: c.addr,
+                    header: c.header,
+                    summaries: six.summaries_of(c),
+                });
+            }
+            if let Some((data_end, _)) = six.footer {
+                end = end.max(data_end);
+            }
+        } else {
+            report.segments_scanned += 1;
+            scanned.push(seg);
+            let by_addr = six.chunks.iter().map(|c| (c.addr, c)).collect();
+            let mut scan = Scan {
+                layout,
+                chunks: Vec::new(),
+                bad: Vec::new(),
+                end,
+                by_addr,
+            };
+            let mut file = fs::File::open(&path).map_err(|e| Error::io(&path, e))?;
+            let mut off = 0u64;
+            while off < layout.segment_size {
+                let n = read_full(&mut file, &mut block).map_err(|e| Error::io(&path, e))?;
+                if n == 0 {
+                    break;
+                }
+                report.bytes_scanned += n as u64;
+                scan.block(seg_base + off, &block[..n]);
+                off += layout.block_size as u64;
+            }
+            // Summaries written after their chunk's entry.
+            for c in scan.chunks.iter_mut() {
+                if c.summaries.is_none() {
+                    if let Some(b) = six.late_summaries.get(&c.addr) {
+                        c.summaries = Some(b.clone());
+                    }
+                }
+            }
+            end = scan.end;
+            chunks.append(&mut scan.chunks);
+            bad.append(&mut scan.bad);
+        }
+        let newest_ts = chunks[first_new..]
+            .iter()
+            .map(|c| c.header.last_ts)
+            .max()
+            .unwrap_or(0);
+        infos.push(SegmentInfo {
+            index: seg,
+            newest_ts,
+            bytes: len + file_len(&segment_index::path(dir, seg)),
+        });
+    }
+
+    // Regions before the last valid chunk were skipped; after it, torn tail.
+    for r in bad {
+        let (seg, off) = layout.locate(r.at);
+        if r.at < end {
+            if r.zeros {
+                report.holes.push(format!(
+                    "segment {seg} offset {off}: {} followed by valid chunks",
+                    r.reason
+                ));
+            } else {
+                report.skipped.push((seg, off, r.reason));
+            }
+        } else if !r.zeros && report.torn_tail.is_none() {
+            report.torn_tail = Some((r.at, r.reason));
+        }
+    }
+    for (seg, off, reason) in &report.skipped {
+        log::error!(
+            "{}: skipped a corrupt chunk in segment {seg} at offset {off}: {reason}; the chunks after it are kept",
+            dir.display()
+        );
+    }
+
+    // Chain check: every source's chunks must link to its previous one.
+    let floor = segments.first().map_or(0, |s| s * layout.segment_size);
+    let mut newest: HashMap<u64, u64> = HashMap::new();
+    for c in &chunks {
+        let last = newest.get(&c.header.source).copied().unwrap_or(NO_CHUNK);
+        let retained_away = last == NO_CHUNK && c.header.prev != NO_CHUNK && c.header.prev < floor;
+        if c.header.prev != last && !retained_away {
+            report.holes.push(format!(
+                "source {:#x}: chunk at {} links to {} but the last recovered chunk is {}: records between are missing",
+                c.header.source,
+                c.addr,
+                fmt_addr(c.header.prev),
+                fmt_addr(last)
+            ));
+        }
+        newest.insert(c.header.source, c.addr);
+    }
+    for h in &report.holes {
+        log::error!("{}: hole: {h}", dir.display());
+    }
+
+    if mode == Mode::Repair {
+        if let Some((at, reason)) = &report.torn_tail {
+            log::warn!(
+                "{}: cutting the torn tail at address {at}: {reason}",
+                dir.display()
+            );
+        }
+        discard_from(dir, layout, end, &segments)?;
+        infos.retain(|s| s.index <= end / layout.segment_size || s.index == 0);
+        complete_indexes(dir, layout, &chunks, &scanned, end)?;
+    }
+
+    report.chunks = chunks.len() as u64;
+    report.records = chunks.iter().map(|c| u64::from(c.header.count)).sum();
+    report.millis = started.elapsed().as_secs_f64() * 1e3;
+    Ok(Recovered {
+        chunks,
+        end,
+        segments: infos,
+        report,
+    })
+}
+
+/// Rewrites the index file of every scanned segment from what the scan
+/// found: complete segments (before the one holding `end`) get a footer
+/// once their data is synced, the last one is left open for appending.
+fn complete_indexes(
+    dir: &Path,
+    layout: Layout,
+    chunks: &[RecoveredChunk],
+    scanned: &[u64],
+    end: u64,
+) -> Result<()> {
+    let last_seg = if end == 0 {
+        0
+    } else {
+        (end - 1) / layout.segment_size
+    };
+    for &seg in scanned {
+        if seg > last_seg {
+            continue;
+        }
+        let base = seg * layout.segment_size;
+        let mine: Vec<&RecoveredChunk> = chunks
+            .iter()
+            .filter(|c| c.addr >= base && c.addr < base + layout.segment_size)
+            .collect();
+        let p = segment_index::path(dir, seg);
+        let mut w = SegmentIndexWriter::create(dir, seg).map_err(|e| Error::io(&p, e))?;
+        for c in &mine {
+            w.chunk(&IndexedChunk {
+                addr: c.addr,
+                header: c.header,
+                summaries: c.summaries.clone(),
+            })
+            .map_err(|e| Error::io(&p, e))?;
+        }
+        if seg < last_seg {
+            let data = Layout::segment_path(dir, seg);
+            fs::File::open(&data)
+                .and_then(|f| f.sync_data())
+                .map_err(|e| Error::io(&data, e))?;
+            let data_end = mine
+                .last()
+                .map_or(base, |c| c.addr + padded(c.header.len as usize) as u64);
+            w.finish(data_end, mine.len() as u64)
+                .map_err(|e| Error::io(&p, e))?;
+        } else {
+            w.sync().map_err(|e| Error::io(&p, e))?;
+        }
+    }
+    Ok(())
+}
+
+fn fmt_addr(a: u64) -> String {
+    if a == NO_CHUNK {
+        "nothing".into()
+    } else {
+        format!("address {a}")
+    }
+}
+
+/// Zeroes `[at, end of its block)` and removes every later segment (and its
+/// index file): nothing valid lies after `at`.
 fn discard_from(dir: &Path, layout: Layout, at: u64, segments: &[u64]) -> Result<()> {
     let (seg, off) = layout.locate(at);
     let bs = layout.block_size as u64;
@@ -201,9 +489,21 @@ fn discard_from(dir: &Path, layout: Layout, at: u64, segments: &[u64]) -> Result
         }
         file.sync_all().map_err(|e| Error::io(&path, e))?;
     }
+    let mut removed = false;
     for &later in segments.iter().filter(|&&s| s > seg) {
-        let p = Layout::segment_path(dir, later);
-        fs::remove_file(&p).map_err(|e| Error::io(&p, e))?;
+        for p in [
+            Layout::segment_path(dir, later),
+            segment_index::path(dir, later),
+        ] {
+            match fs::remove_file(&p) {
+                Ok(()) => removed = true,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(&p, e)),
+            }
+        }
+    }
+    if removed {
+        sync_dir(dir)?;
     }
     Ok(())
 }

@@ -39,6 +39,15 @@ impl SegmentFiles {
         Ok(f)
     }
 
+    /// Closes segments below `index` (dropped by retention).
+    pub(crate) fn forget_below(&self, index: u64) {
+        let mut open = match self.open.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        open.retain(|&s, _| s >= index);
+    }
+
     /// Reads up to `buf.len()` bytes at `addr` (never across a segment end);
     /// returns how many were read (fewer at the end of the file).
     pub(crate) fn read_at(&self, addr: u64, buf: &mut [u8]) -> Result<usize> {

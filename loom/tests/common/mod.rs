@@ -27,6 +27,7 @@ pub fn small_config() -> Config {
         sync_data: false,
         max_index_lag: 16,
         sync_interval_ms: 1000,
+        ..Config::default()
     }
 }
 

@@ -1,0 +1,262 @@
+//! Declarative source schemas: what a source's records mean.
+//!
+//! A schema names the series a source is (a measurement and a fixed tag set),
+//! where each field sits in the record bytes, and optionally which field the
+//! range index bins. It is stored in the store's catalog the first time the
+//! source is declared, so any process that opens the store can answer
+//! questions about every source without declaring anything.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// Storage type of a field inside the record bytes (little endian).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FieldType {
+    /// Unsigned 8-bit integer.
+    U8,
+    /// Unsigned 16-bit integer.
+    U16,
+    /// Unsigned 32-bit integer.
+    U32,
+    /// Unsigned 64-bit integer.
+    U64,
+    /// Signed 64-bit integer.
+    I64,
+    /// IEEE 754 double.
+    F64,
+}
+
+impl FieldType {
+    /// Width in bytes.
+    pub fn width(self) -> usize {
+        match self {
+            FieldType::U8 => 1,
+            FieldType::U16 => 2,
+            FieldType::U32 => 4,
+            FieldType::U64 | FieldType::I64 | FieldType::F64 => 8,
+        }
+    }
+
+    /// Whether values are unsigned integers (the types a range index accepts).
+    pub fn is_unsigned(self) -> bool {
+        matches!(
+            self,
+            FieldType::U8 | FieldType::U16 | FieldType::U32 | FieldType::U64
+        )
+    }
+}
+
+/// A field value read from record bytes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Value {
+    /// Unsigned integer fields.
+    Unsigned(u64),
+    /// `i64` fields.
+    Signed(i64),
+    /// `f64` fields.
+    Float(f64),
+}
+
+impl Value {
+    /// The value as a double (exact for integers below 2^53).
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Value::Unsigned(v) => v as f64,
+            Value::Signed(v) => v as f64,
+            Value::Float(v) => v,
+        }
+    }
+}
+
+/// One field: its name and where its value sits in each record.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct FieldDef {
+    /// Name as users write it.
+    pub name: String,
+    /// Byte offset inside the record.
+    pub offset: u32,
+    /// Storage type.
+    #[serde(rename = "type")]
+    pub ty: FieldType,
+}
+
+impl FieldDef {
+    /// The field's value in `bytes`; `None` when the record is too short.
+    #[inline]
+    pub fn read(&self, bytes: &[u8]) -> Option<Value> {
+        let raw = read_raw(bytes, self.offset as usize, self.ty.width())?;
+        Some(match self.ty {
+            FieldType::I64 => Value::Signed(raw as i64),
+            FieldType::F64 => Value::Float(f64::from_bits(raw)),
+            _ => Value::Unsigned(raw),
+        })
+    }
+}
+
+/// Little-endian unsigned integer of `width` bytes at `offset`.
+#[inline]
+pub(crate) fn read_raw(bytes: &[u8], offset: usize, width: usize) -> Option<u64> {
+    let b = bytes.get(offset..offset.checked_add(width)?)?;
+    let mut a = [0u8; 8];
+    a[..width].copy_from_slice(b);
+    Some(u64::from_le_bytes(a))
+}
+
+/// Range-index bins over one unsigned field: `n_bins` bins of width
+/// `interval` from `min`, plus a bin below `min` and one at or above the end.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct IndexDef {
+    /// Name of the indexed field.
+    pub field: String,
+    /// Lower bound of the first regular bin.
+    pub min: u64,
+    /// Width of each regular bin; at least 1.
+    pub interval: u64,
+    /// Number of regular bins; at least 1.
+    pub n_bins: u32,
+}
+
+/// What a source's records are: one series of a measurement.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SourceSchema {
+    /// Measurement name (`kv`, `syscall`, …).
+    pub measurement: String,
+    /// Tag keys and values; kept sorted by key.
+    pub tags: Vec<(String, String)>,
+    /// Fields in record order.
+    pub fields: Vec<FieldDef>,
+    /// The range index, if any.
+    pub index: Option<IndexDef>,
+}
+
+impl SourceSchema {
+    /// The field named `name`.
+    pub fn field(&self, name: &str) -> Option<&FieldDef> {
+        self.fields.iter().find(|f| f.name == name)
+    }
+
+    /// The value of tag `key`.
+    pub fn tag(&self, key: &str) -> Option<&str> {
+        self.tags
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The indexed field, when the schema declares a range index.
+    pub fn index_field(&self) -> Option<&FieldDef> {
+        self.index.as_ref().and_then(|ix| self.field(&ix.field))
+    }
+
+    /// Checks names, offsets and the index; sorts the tags. Called on declare.
+    pub fn validated(mut self) -> Result<SourceSchema> {
+        let bad = |m: String| Err(Error::InvalidSchema(m));
+        if self.measurement.is_empty() {
+            return bad("the measurement name is empty".into());
+        }
+        self.tags.sort();
+        for w in self.tags.windows(2) {
+            if w[0].0 == w[1].0 {
+                return bad(format!("tag key {:?} appears twice", w[0].0));
+            }
+        }
+        for (i, f) in self.fields.iter().enumerate() {
+            if f.name.is_empty() || f.name == "time" {
+                return bad(format!("field name {:?} is not allowed", f.name));
+            }
+            if self.fields[..i].iter().any(|g| g.name == f.name) {
+                return bad(format!("field {:?} appears twice", f.name));
+            }
+            if self.tags.iter().any(|(k, _)| *k == f.name) {
+                return bad(format!("{:?} is both a tag and a field", f.name));
+            }
+        }
+        if let Some(ix) = &self.index {
+            let Some(f) = self.field(&ix.field) else {
+                return bad(format!("index field {:?} is not a field", ix.field));
+            };
+            if !f.ty.is_unsigned() {
+                return bad(format!(
+                    "index field {:?} has type {:?}; a range index needs an unsigned integer",
+                    ix.field, f.ty
+                ));
+            }
+            if ix.interval == 0 || ix.n_bins == 0 {
+                return bad(format!(
+                    "index on {:?} needs interval ≥ 1 and n_bins ≥ 1",
+                    ix.field
+                ));
+            }
+        }
+        Ok(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schema() -> SourceSchema {
+        SourceSchema {
+            measurement: "kv".into(),
+            tags: vec![("op".into(), "read".into())],
+            fields: vec![
+                FieldDef {
+                    name: "thread_id".into(),
+                    offset: 0,
+                    ty: FieldType::U32,
+                },
+                FieldDef {
+                    name: "duration_us".into(),
+                    offset: 16,
+                    ty: FieldType::U64,
+                },
+                FieldDef {
+                    name: "delta".into(),
+                    offset: 8,
+                    ty: FieldType::I64,
+                },
+            ],
+            index: Some(IndexDef {
+                field: "duration_us".into(),
+                min: 0,
+                interval: 10,
+                n_bins: 100,
+            }),
+        }
+    }
+
+    #[test]
+    fn fields_read_little_endian_and_refuse_short_records() {
+        let s = schema();
+        let mut b = vec![0u8; 24];
+        b[0..4].copy_from_slice(&7u32.to_le_bytes());
+        b[8..16].copy_from_slice(&(-5i64).to_le_bytes());
+        b[16..24].copy_from_slice(&1234u64.to_le_bytes());
+        assert_eq!(s.fields[0].read(&b), Some(Value::Unsigned(7)));
+        assert_eq!(s.fields[1].read(&b), Some(Value::Unsigned(1234)));
+        assert_eq!(s.fields[2].read(&b), Some(Value::Signed(-5)));
+        assert_eq!(s.fields[1].read(&b[..23]), None);
+    }
+
+    #[test]
+    fn validation_names_the_problem() {
+        assert!(schema().validated().is_ok());
+        let mut s = schema();
+        s.index.as_mut().map(|ix| ix.field = "delta".into());
+        let e = s.validated().unwrap_err().to_string();
+        assert!(e.contains("unsigned"), "{e}");
+        let mut s = schema();
+        s.fields.push(s.fields[0].clone());
+        assert!(s.validated().unwrap_err().to_string().contains("twice"));
+        let mut s = schema();
+        s.index.as_mut().map(|ix| ix.field = "nope".into());
+        assert!(s
+            .validated()
+            .unwrap_err()
+            .to_string()
+            .contains("not a field"));
+    }
+}

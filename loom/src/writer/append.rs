@@ -1,0 +1,166 @@
+//! Push and seal: the ingest thread's hot path.
+
+use std::sync::atomic::Ordering;
+
+use crate::error::{Error, Result};
+use crate::index::directory::ChunkEntry;
+use crate::index::indexer::IndexMsg;
+use crate::log::chunk::{padded, ChunkHeader, HEADER_LEN};
+use crate::log::record::{self, MAX_RECORD_OVERHEAD};
+use crate::source::{RecordAddress, SourceHandle};
+
+use super::Writer;
+
+impl Writer {
+    /// Appends a record. `timestamp_us` must not be older than the source's
+    /// newest record. The record is visible to readers after the next `sync`
+    /// and durable after the next `persist` (or once its block is flushed).
+    /// While writing to disk fails and memory is full, records are refused
+    /// with [`Error::StorageFailing`] (counted in `records_refused`).
+    #[inline]
+    pub fn push(
+        &mut self,
+        source: SourceHandle,
+        timestamp_us: u64,
+        bytes: &[u8],
+    ) -> Result<RecordAddress> {
+        let idx = source.0 as usize;
+        let max = self.max_record;
+        let Some(s) = self.sources.get_mut(idx) else {
+            return Err(Error::InvalidHandle(source.0));
+        };
+        if timestamp_us < s.prev_ts {
+            return Err(Error::OutOfOrder {
+                source_id: s.id,
+                timestamp_us,
+                newest_us: s.prev_ts,
+            });
+        }
+        if bytes.len() > max {
+            return Err(Error::RecordTooLarge {
+                len: bytes.len(),
+                max,
+                chunk_size: self.layout.chunk_size,
+            });
+        }
+        if s.active.remaining() < bytes.len() + MAX_RECORD_OVERHEAD {
+            if let Err(e) = self.seal(idx) {
+                if matches!(e, Error::StorageFailing(_)) {
+                    self.stats.records_refused += 1;
+                }
+                return Err(e);
+            }
+        }
+        let s = &mut self.sources[idx];
+        let delta = if s.count == 0 {
+            s.first_ts = timestamp_us;
+            0
+        } else {
+            timestamp_us - s.prev_ts
+        };
+        let n = record::encode(s.active.spare_mut(), delta, bytes);
+        s.active.advance(n);
+        s.prev_ts = timestamp_us;
+        s.count += 1;
+        let seq = s.seq;
+        s.seq += 1;
+        self.stats.records += 1;
+        self.stats.payload_bytes += bytes.len() as u64;
+        Ok(RecordAddress { source: s.id, seq })
+    }
+
+    /// Moves a source's unsealed records into the current block as a chunk.
+    pub(super) fn seal(&mut self, idx: usize) -> Result<()> {
+        if self.sources[idx].count == 0 {
+            return Ok(());
+        }
+        let payload_len = self.sources[idx].active.len();
+        let len = HEADER_LEN + payload_len;
+        let foot = padded(len);
+        if self.block.remaining() < foot {
+            self.rotate_block()?;
+        }
+        let addr = self.block_base + self.block.len() as u64;
+        let s = &mut self.sources[idx];
+        let mut header = ChunkHeader {
+            len: len as u32,
+            source: s.id.0,
+            prev: s.newest_chunk,
+            first_ts: s.first_ts,
+            last_ts: s.prev_ts,
+            count: s.count,
+            crc: 0,
+        };
+        let spare = self.block.spare_mut();
+        let (head, rest) = spare.split_at_mut(HEADER_LEN);
+        rest[..payload_len].copy_from_slice(s.active.written());
+        rest[payload_len..foot - HEADER_LEN].fill(0);
+        header.crc = header.write(head, &rest[..payload_len]);
+        self.block.advance(foot);
+
+        let chunk_no = s.dir.chunks.len();
+        s.dir.chunks.push(ChunkEntry {
+            addr,
+            first_ts: s.first_ts,
+            last_ts: s.prev_ts,
+            first_seq: s.seq - u64::from(s.count),
+            count: s.count,
+        });
+        s.newest_chunk = addr;
+        s.count = 0;
+        s.active.reset();
+        let indexed = s.index.is_some();
+        let last_ts = header.last_ts;
+        self.stats.chunks += 1;
+        self.seg_chunks += 1;
+        self.last_chunk_end = addr + foot as u64;
+        if let Some(seg) = self.segments.back_mut() {
+            seg.newest_ts = seg.newest_ts.max(last_ts);
+        }
+        if indexed {
+            self.throttle_index();
+            self.stats.chunks_to_index += 1;
+        }
+        self.send_index(IndexMsg::Sealed {
+            source: idx,
+            chunk_no,
+            addr,
+            header,
+            block: indexed.then(|| (self.block_base, self.block.view())),
+            counted: indexed,
+        })
+    }
+
+    /// Waits while the indexer is `max_index_lag` chunks behind: its queue
+    /// pins blocks in memory, so an unbounded lag would be unbounded memory.
+    fn throttle_index(&mut self) {
+        let max = self.config.max_index_lag.max(1);
+        if self
+            .stats
+            .chunks_to_index
+            .saturating_sub(self.indexer.done.load(Ordering::Acquire))
+            < max
+        {
+            return;
+        }
+        self.stats.index_waits += 1;
+        while self
+            .stats
+            .chunks_to_index
+            .saturating_sub(self.indexer.done.load(Ordering::Acquire))
+            >= max / 2
+        {
+            if self.indexer.thread.as_ref().is_none_or(|t| t.is_finished()) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(50));
+        }
+    }
+
+    pub(super) fn send_index(&self, msg: IndexMsg) -> Result<()> {
+        self.indexer
+            .tx
+            .send(msg)
+            .map_err(|_| Error::FlushFailed("the indexer thread has stopped".into()))
+    }
+}

@@ -1,0 +1,337 @@
+//! Opening a store: lock, layout, catalog, recovery, and the replay of what
+//! recovery found into per-source state (time index, declared schemas and
+//! range indexes with their persisted summaries).
+
+use std::collections::{HashMap, VecDeque};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::index::bins::BinSummary;
+use crate::index::directory::{ChunkEntry, Directory};
+use crate::index::indexer::{IndexMsg, Indexer, SegmentIndexing};
+use crate::index::state::IndexState;
+use crate::index::summaries::SourceSummaries;
+use crate::log::chunk::{HEADER_LEN, NO_CHUNK};
+use crate::log::record::MAX_RECORD_OVERHEAD;
+use crate::log::slab::SlabWriter;
+use crate::reader::Reader;
+use crate::schema::SourceSchema;
+use crate::snapshot::{Published, Shared};
+use crate::source::SourceId;
+use crate::storage::catalog;
+use crate::storage::flusher::{Flusher, FlusherConfig};
+use crate::storage::layout::Layout;
+use crate::storage::lock::DirLock;
+use crate::storage::recovery::{self, Mode, Recovered};
+use crate::storage::segments::SegmentFiles;
+
+use super::{SourceState, Writer, WriterStats, IO_ALIGN};
+
+/// Per-source state rebuilt from recovery and the catalog, and the messages
+/// that bring the indexer up to date with it.
+pub(crate) struct Replayed {
+    pub sources: Vec<SourceState>,
+    pub ids: HashMap<SourceId, usize>,
+    pub index_msgs: Vec<IndexMsg>,
+    pub reindexed: u64,
+}
+
+pub(crate) fn new_source(id: SourceId, chunk_size: usize) -> SourceState {
+    SourceState {
+        id,
+        schema: None,
+        index: None,
+        active: SlabWriter::new(chunk_size - HEADER_LEN, 8),
+        first_ts: 0,
+        prev_ts: 0,
+        count: 0,
+        newest_chunk: NO_CHUNK,
+        dir: Directory::new(),
+        seq: 0,
+    }
+}
+
+/// Builds every source's directory from the recovered chunks, attaches the
+/// catalog's schemas and indexes, and lists what the indexer must be told:
+/// summaries known from the segment index, chunks it must read again.
+pub(crate) fn replay(
+    recovered: &mut Recovered,
+    catalog: &[(SourceId, SourceSchema)],
+    chunk_size: usize,
+) -> Replayed {
+    let mut sources: Vec<SourceState> = Vec::new();
+    let mut ids: HashMap<SourceId, usize> = HashMap::new();
+    let mut known: Vec<Vec<(u64, Option<Vec<BinSummary>>)>> = Vec::new();
+    let mut slot = |id: SourceId, sources: &mut Vec<SourceState>, known: &mut Vec<_>| {
+        *ids.entry(id).or_insert_with(|| {
+            sources.push(new_source(id, chunk_size));
+            known.push(Vec::new());
+            sources.len() - 1
+        })
+    };
+    for (id, schema) in catalog {
+        let i = slot(*id, &mut sources, &mut known);
+        sources[i].schema = Some(Arc::new(schema.clone()));
+        sources[i].index = IndexState::from_schema(schema).map(Arc::new);
+    }
+    for c in recovered.chunks.iter_mut() {
+        let i = slot(SourceId(c.header.source), &mut sources, &mut known);
+        let s = &mut sources[i];
+        s.dir.chunks.push(ChunkEntry {
+            addr: c.addr,
+            first_ts: c.header.first_ts,
+            last_ts: c.header.last_ts,
+            first_seq: s.seq,
+            count: c.header.count,
+        });
+        s.seq += u64::from(c.header.count);
+        s.prev_ts = c.header.last_ts;
+        s.newest_chunk = c.addr;
+        known[i].push((c.addr, c.summaries.take()));
+    }
+    let mut index_msgs = Vec::new();
+    let mut reindexed = 0u64;
+    for (i, s) in sources.iter().enumerate() {
+        let Some(state) = &s.index else { continue };
+        let mut summaries = SourceSummaries::new();
+        let chunks = std::mem::take(&mut known[i]);
+        let prefix = chunks.iter().take_while(|(_, b)| b.is_some()).count();
+        for (_, b) in &chunks[..prefix] {
+            summaries.push_chunk(b.as_deref().unwrap_or_default());
+        }
+        index_msgs.push(IndexMsg::Declare {
+            source: i,
+            state: Arc::clone(state),
+            summaries,
+        });
+        for (chunk_no, (addr, bins)) in chunks.into_iter().enumerate().skip(prefix) {
+            index_msgs.push(match bins {
+                Some(bins) => IndexMsg::Known {
+                    source: i,
+                    chunk_no,
+                    bins,
+                },
+                None => {
+                    reindexed += 1;
+                    IndexMsg::Reindex {
+                        source: i,
+                        chunk_no,
+                        addr,
+                        block: None,
+                    }
+                }
+            });
+        }
+    }
+    Replayed {
+        sources,
+        ids,
+        index_msgs,
+        reindexed,
+    }
+}
+
+fn start_indexer(
+    files: &Arc<SegmentFiles>,
+    layout: Layout,
+    indexing: Option<SegmentIndexing>,
+    msgs: Vec<IndexMsg>,
+) -> Result<Indexer> {
+    let indexer = Indexer::start(Arc::clone(files), layout.chunk_size, indexing);
+    if indexer.thread.is_none() {
+        return Err(Error::FlushFailed(
+            "the indexer thread could not start".into(),
+        ));
+    }
+    for m in msgs {
+        indexer
+            .tx
+            .send(m)
+            .map_err(|_| Error::FlushFailed("the indexer thread has stopped".into()))?;
+    }
+    Ok(indexer)
+}
+
+fn log_recovery(dir: &Path, r: &Recovered, sources: usize) {
+    if r.report.chunks > 0 || r.report.lost_anything() {
+        log::info!(
+            "{}: recovered {} records in {} chunks of {} sources in {:.0} ms ({} segments from their index, {} scanned, {} MB read)",
+            dir.display(),
+            r.report.records,
+            r.report.chunks,
+            sources,
+            r.report.millis,
+            r.report.segments_from_index,
+            r.report.segments_scanned,
+            r.report.bytes_scanned / 1_000_000
+        );
+    }
+}
+
+/// Opens the store in `dir` for writing: creates it when empty, recovers
+/// every valid record when it holds data (corrupt chunks inside the log are
+/// skipped and reported, a torn tail at its end is cut; see
+/// [`Writer::recovery`]), never deletes valid data. Declared schemas and
+/// their persisted summaries come back with it. Fails at once with
+/// [`Error::Locked`] when another writer holds the store.
+pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
+    config.validate()?;
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let lock = DirLock::acquire(dir)?;
+    let layout = Layout::load_or_store(dir, Layout::from_config(&config))?;
+    let catalog = catalog::load(dir)?;
+    let mut recovered = recovery::recover(dir, layout, Mode::Repair, config.verify_on_open)?;
+    let files = Arc::new(SegmentFiles::new(dir.to_path_buf(), layout));
+    let flusher = Flusher::start(FlusherConfig {
+        dir: dir.to_path_buf(),
+        layout,
+        mode: config.flush_mode,
+        sync_data: config.sync_data,
+        sync_interval: Duration::from_millis(config.sync_interval_ms),
+        retry_interval: Duration::from_millis(config.write_retry_ms),
+        durable_end: recovered.end,
+    });
+    if flusher.thread.is_none() {
+        return Err(Error::FlushFailed(
+            "the flusher thread could not start".into(),
+        ));
+    }
+    let bs = layout.block_size as u64;
+    let end = recovered.end;
+    let block_base = end.div_ceil(bs) * bs;
+    let end_segment = (end > 0).then(|| (end - 1) / layout.segment_size);
+    let chunks_in_end_segment = end_segment.map_or(0, |seg| {
+        let base = seg * layout.segment_size;
+        recovered.chunks.iter().filter(|c| c.addr >= base).count() as u64
+    });
+    let replayed = replay(&mut recovered, &catalog, layout.chunk_size);
+    log_recovery(dir, &recovered, replayed.sources.len());
+    let mut msgs = replayed.index_msgs;
+    // The writer resumes in a new segment: the recovered last one is complete.
+    let resumes_in_new = end_segment.is_some_and(|s| block_base / layout.segment_size != s);
+    if let (Some(seg), true) = (end_segment, resumes_in_new) {
+        msgs.push(IndexMsg::SegmentDone {
+            segment: seg,
+            data_end: end,
+            chunks: chunks_in_end_segment,
+        });
+    }
+    let indexer = start_indexer(
+        &files,
+        layout,
+        Some(SegmentIndexing {
+            dir: dir.to_path_buf(),
+            segment_size: layout.segment_size,
+            flusher: Arc::clone(&flusher.status),
+            open_segment: end_segment,
+        }),
+        msgs,
+    )?;
+    let retained_from = recovered
+        .segments
+        .first()
+        .map_or(0, |s| s.index * layout.segment_size);
+    let shared = Arc::new(Shared {
+        snapshot: ArcSwap::from_pointee(Published::empty(Arc::clone(&files), layout.chunk_size)),
+        index: Arc::clone(&indexer.published),
+        _indexer: None,
+    });
+    let stats = WriterStats {
+        recovered_records: recovered.report.records,
+        chunks_reindexed: replayed.reindexed,
+        ..WriterStats::default()
+    };
+    let mut w = Writer {
+        dir: dir.to_path_buf(),
+        max_record: layout.chunk_size - HEADER_LEN - MAX_RECORD_OVERHEAD,
+        config,
+        layout,
+        shared: Arc::clone(&shared),
+        files,
+        sources: replayed.sources,
+        ids: Arc::new(replayed.ids),
+        catalog,
+        block: SlabWriter::new(layout.block_size, IO_ALIGN),
+        block_base,
+        block_durable: 0,
+        in_flight: VecDeque::new(),
+        flusher,
+        indexer,
+        next_job: 0,
+        last_acked: None,
+        failed: None,
+        stats,
+        report: recovered.report,
+        segments: recovered.segments.into_iter().collect(),
+        retained_from,
+        seg_chunks: if resumes_in_new {
+            0
+        } else {
+            chunks_in_end_segment
+        },
+        last_chunk_end: end,
+        closed: false,
+        lock: Some(lock),
+    };
+    w.note_segment(block_base);
+    w.sync();
+    let reader = Reader::new(shared);
+    Ok((w, reader))
+}
+
+/// Opens the store in `dir` for reading only, while a writer may hold it:
+/// the reader sees what was durable (flushed or persisted) when it was
+/// opened, with every declared schema and range index. Nothing on disk is
+/// changed. Summaries missing from the segment index are rebuilt in the
+/// background; answers are exact meanwhile.
+pub fn open_read_only(dir: &Path) -> Result<Reader> {
+    let layout = Layout::load(dir)?.ok_or_else(|| Error::Corrupted {
+        address: 0,
+        reason: format!("{} is not a Loom store (no loom.meta)", dir.display()),
+    })?;
+    let catalog = catalog::load(dir)?;
+    let mut recovered = recovery::recover(dir, layout, Mode::ReadOnly, false)?;
+    let files = Arc::new(SegmentFiles::new(dir.to_path_buf(), layout));
+    let replayed = replay(&mut recovered, &catalog, layout.chunk_size);
+    log_recovery(dir, &recovered, replayed.sources.len());
+    let indexer = start_indexer(&files, layout, None, replayed.index_msgs)?;
+    let retained_from = recovered
+        .segments
+        .first()
+        .map_or(0, |s| s.index * layout.segment_size);
+    let ids = Arc::new(replayed.ids);
+    let published = super::publish::published(
+        &replayed.sources,
+        &ids,
+        Vec::new(),
+        &files,
+        layout.chunk_size,
+        retained_from,
+    );
+    let shared = Arc::new(Shared {
+        snapshot: ArcSwap::from_pointee(published),
+        index: Arc::clone(&indexer.published),
+        _indexer: Some(indexer.tx),
+    });
+    Ok(Reader::new(shared))
+}
+
+impl Writer {
+    /// Records the segment a new block starts in (retention bookkeeping).
+    pub(super) fn note_segment(&mut self, base: u64) {
+        let seg = base / self.layout.segment_size;
+        if self.segments.back().is_none_or(|s| s.index < seg) {
+            self.segments
+                .push_back(crate::storage::recovery::SegmentInfo {
+                    index: seg,
+                    newest_ts: 0,
+                    bytes: 0,
+                });
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! Publishing to readers (`sync`) and making data durable (`persist`).
+
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use std::collections::HashMap;
+
+use crate::log::slab::SlabView;
+use crate::snapshot::{Published, SourceView};
+use crate::source::SourceId;
+use crate::storage::segments::SegmentFiles;
+
+use super::{SourceState, Writer, IO_ALIGN};
+
+/// What readers see of `sources` with the in-memory `blocks`.
+pub(crate) fn published(
+    sources: &[SourceState],
+    ids: &Arc<HashMap<SourceId, usize>>,
+    blocks: Vec<(u64, SlabView<u8>)>,
+    files: &Arc<SegmentFiles>,
+    chunk_size: usize,
+    retained_from: u64,
+) -> Published {
+    let sources = sources
+        .iter()
+        .map(|s| SourceView {
+            id: s.id,
+            schema: s.schema.clone(),
+            index: s.index.clone(),
+            dir: s.dir.view(retained_from),
+            tail: s.active.view(),
+            tail_first_ts: s.first_ts,
+            tail_count: s.count,
+            newest_chunk: s.newest_chunk,
+            records: s.seq,
+            last_ts: s.prev_ts,
+        })
+        .collect();
+    Published {
+        ids: Arc::clone(ids),
+        sources,
+        blocks,
+        files: Arc::clone(files),
+        chunk_size,
+        retained_from,
+    }
+}
+
+impl Writer {
+    /// Publishes everything pushed so far to readers. No I/O; cost grows with
+    /// the number of sources, not with data.
+    pub fn sync(&mut self) {
+        let mut blocks: Vec<(u64, crate::log::slab::SlabView<u8>)> = self
+            .in_flight
+            .iter()
+            .map(|s| (s.base, s.block.view()))
+            .collect();
+        blocks.push((self.block_base, self.block.view()));
+        self.shared.snapshot.store(Arc::new(published(
+            &self.sources,
+            &self.ids,
+            blocks,
+            &self.files,
+            self.layout.chunk_size,
+            self.retained_from,
+        )));
+    }
+
+    /// Makes everything pushed so far durable (sealing partial chunks), then
+    /// publishes it. Blocks until the flusher has written and synced it;
+    /// fails at once while writing to disk fails (nothing is lost from
+    /// memory: a later persist writes it).
+    pub fn persist(&mut self) -> Result<()> {
+        self.check_failed()?;
+        if let Some(why) = self.flusher.status.failing() {
+            self.sync();
+            return Err(Error::StorageFailing(why));
+        }
+        for i in 0..self.sources.len() {
+            self.seal(i)?;
+        }
+        let len = self.block.len();
+        // Always one durable job: it writes the current block's new bytes
+        // (if any) and syncs every file written since the last sync, and
+        // its acknowledgement also covers every earlier job.
+        let (view, range) = if len > self.block_durable {
+            let to = len.div_ceil(IO_ALIGN) * IO_ALIGN;
+            let to = to.min(self.block.capacity());
+            self.block.spare_mut()[..to - len].fill(0);
+            let from = self.block_durable - self.block_durable % IO_ALIGN;
+            // SAFETY: the flusher drops this view before acknowledging, and we
+            // wait for that acknowledgement below before writing past `len`.
+            (unsafe { self.block.padded_view(to) }, (from, to))
+        } else {
+            (self.block.view(), (0, 0))
+        };
+        let target = self.send(view, self.block_base, range, true)?;
+        self.block_durable = self.block_durable.max(len);
+        while self.last_acked.is_none_or(|a| a < target) {
+            self.wait_ack()?;
+        }
+        self.check_failed()?;
+        self.apply_retention();
+        self.sync();
+        Ok(())
+    }
+}

@@ -1,0 +1,84 @@
+//! Retention: the oldest whole segments (and their index files) are dropped
+//! when the store exceeds `retention_bytes` or their newest record is older
+//! than `retention_age_us` before the newest record of the store. Queries
+//! over dropped time answer as if it held no records.
+
+use crate::storage::catalog::sync_dir;
+use crate::storage::layout::Layout;
+use crate::storage::segment_index;
+
+use super::Writer;
+
+impl Writer {
+    /// Bytes of the segments on disk, the one being written counted up to
+    /// the current block.
+    pub(super) fn segments_bytes(&self) -> u64 {
+        let current = self.block_base / self.layout.segment_size;
+        self.segments
+            .iter()
+            .map(|s| {
+                if s.index == current {
+                    self.block_base + self.block.len() as u64 - s.index * self.layout.segment_size
+                } else if s.bytes > 0 {
+                    s.bytes
+                } else {
+                    // Written in this run and complete: full.
+                    self.layout.segment_size
+                }
+            })
+            .sum()
+    }
+
+    /// Drops the oldest segments while a retention bound is exceeded; never
+    /// the segment being written.
+    pub(super) fn apply_retention(&mut self) {
+        let (by_bytes, by_age) = (self.config.retention_bytes, self.config.retention_age_us);
+        if by_bytes.is_none() && by_age.is_none() {
+            return;
+        }
+        let newest = self.sources.iter().map(|s| s.prev_ts).max().unwrap_or(0);
+        let current = self.block_base / self.layout.segment_size;
+        let mut dropped_any = false;
+        while let Some(oldest) = self.segments.front().copied() {
+            if oldest.index >= current {
+                break;
+            }
+            let over_bytes = by_bytes.is_some_and(|b| self.segments_bytes() > b);
+            let too_old = by_age.is_some_and(|a| oldest.newest_ts.saturating_add(a) < newest);
+            if !over_bytes && !too_old {
+                break;
+            }
+            self.segments.pop_front();
+            let mut freed = 0u64;
+            for p in [
+                Layout::segment_path(&self.dir, oldest.index),
+                segment_index::path(&self.dir, oldest.index),
+            ] {
+                freed += std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
+                if let Err(e) = std::fs::remove_file(&p) {
+                    if e.kind() != std::io::ErrorKind::NotFound {
+                        log::error!("retention: cannot remove {}: {e}", p.display());
+                    }
+                }
+            }
+            self.retained_from = (oldest.index + 1) * self.layout.segment_size;
+            self.files.forget_below(oldest.index + 1);
+            self.stats.segments_dropped += 1;
+            self.stats.bytes_dropped += freed;
+            dropped_any = true;
+            log::info!(
+                "{}: retention dropped segment {} ({} MB, newest record {} µs)",
+                self.dir.display(),
+                oldest.index,
+                freed / 1_000_000,
+                oldest.newest_ts
+            );
+        }
+        if dropped_any {
+            if let Err(e) = sync_dir(&self.dir) {
+                log::error!("retention: {e}");
+            }
+            self.sync();
+        }
+    }
+}
