@@ -82,8 +82,6 @@ pub(crate) struct SegmentIndexing {
     pub dir: PathBuf,
     pub segment_size: u64,
     pub flusher: Arc<FlusherStatus>,
-    /// Segment whose index file recovery left open for appending, if any.
-    pub open_segment: Option<u64>,
 }
 
 pub(crate) struct Indexer {
@@ -117,7 +115,6 @@ impl Indexer {
                     buf: Vec::new(),
                     out_bins: Vec::new(),
                     segs: indexing.map(|i| IndexFiles {
-                        open: i.open_segment,
                         cfg: i,
                         current: None,
                         pending: Vec::new(),
@@ -145,8 +142,6 @@ impl Indexer {
 /// The indexer's side of the segment index files.
 struct IndexFiles {
     cfg: SegmentIndexing,
-    /// Segment whose existing file is to be appended to, not recreated.
-    open: Option<u64>,
     current: Option<SegmentIndexWriter>,
     /// Segments done but not yet durable: `(segment, data_end, chunks)`.
     pending: Vec<(u64, u64, u64)>,
@@ -164,7 +159,11 @@ impl IndexFiles {
             if let Some(mut old) = self.current.take() {
                 let _ = old.flush();
             }
-            let opened = if self.open == Some(segment) {
+            // A file that exists was written earlier in this run (a segment
+            // whose footer waited for the flusher) or left open for
+            // appending by recovery; stale files were removed by recovery.
+            let exists = crate::storage::segment_index::path(&self.cfg.dir, segment).exists();
+            let opened = if exists {
                 SegmentIndexWriter::append_to(&self.cfg.dir, segment)
             } else {
                 SegmentIndexWriter::create(&self.cfg.dir, segment)

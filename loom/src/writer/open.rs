@@ -228,7 +228,6 @@ pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
             dir: dir.to_path_buf(),
             segment_size: layout.segment_size,
             flusher: Arc::clone(&flusher.status),
-            open_segment: end_segment,
         }),
         msgs,
     )?;
