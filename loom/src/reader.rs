@@ -35,6 +35,11 @@ impl Reader {
         self.snapshot().aggregate(id, t0, t1)
     }
 
+    /// See [`Snapshot::count`].
+    pub fn count(&self, id: SourceId, t0: u64, t1: u64) -> Result<u64> {
+        self.snapshot().count(id, t0, t1)
+    }
+
     /// See [`Snapshot::aggregate_raw`].
     pub fn aggregate_raw(
         &self,

@@ -73,6 +73,10 @@ fn check_answers(r: &Reader, model: &Model) -> Result<(), Box<dyn std::error::Er
     for id in [SourceId(1), SourceId(2)] {
         for &(t0, t1) in &windows {
             assert_eq!(r.aggregate(id, t0, t1)?, model.aggregate(id, t0, t1));
+            assert_eq!(
+                r.count(id, t0, t1)?,
+                model.window(id, t0, t1).count() as u64
+            );
             for q in [0.5, 0.99, 0.9999] {
                 assert_eq!(
                     r.percentile(id, t0, t1, q)?,

@@ -21,10 +21,18 @@ pub struct Counters {
     pub records_dropped: AtomicU64,
     /// Records pushed into the engine.
     pub records_ingested: AtomicU64,
-    /// Records not ingested after ingest stopped (ablation) or push errors.
+    /// Records not ingested: after ingest stopped (ablation, shutdown) or of
+    /// a source that could not be declared.
     pub records_skipped: AtomicU64,
     /// Records whose timestamp was raised to keep their source in order.
     pub records_clamped: AtomicU64,
+    /// Records the engine refused (disk failing and memory full, or a
+    /// rejected push): received but not stored.
+    pub records_refused: AtomicU64,
+    /// Persists that failed (the data stays in memory and is retried).
+    pub persist_failures: AtomicU64,
+    /// First timestamp stored in this run, µs.
+    pub first_us: AtomicU64,
     /// Current time of the data, µs (arrival or newest event time).
     pub now_us: AtomicU64,
     /// Set when ingest has stopped for good (ablation cut-off, shutdown):

@@ -1,5 +1,7 @@
-//! The single ingest thread: owns the engine writer, declares sources on
-//! first sight and pushes every record.
+//! The single ingest thread: owns the engine writer, declares each source
+//! by its data-model schema on first sight, maps record times onto the
+//! epoch, pushes every record, publishes to readers every few ms and makes
+//! data durable every persist interval.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,14 +13,15 @@ use loom::{SourceHandle, SourceId, Writer};
 
 use crate::counters::Counters;
 use crate::receive::Msg;
-use crate::sources::index_for;
+use crate::sources::schema_of;
 
 /// Which timestamp records are stored under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum TimestampMode {
-    /// Arrival time of the batch at this app, µs since app start.
+    /// Arrival time of the batch at this app: wall clock, µs since the Unix epoch.
     Arrival,
-    /// The record's own timestamp (start time for KV ops and syscalls).
+    /// The record's own timestamp (start time for KV ops and syscalls) plus
+    /// a fixed offset onto the epoch.
     Event,
 }
 
@@ -26,12 +29,19 @@ pub enum TimestampMode {
 pub struct IngestConfig {
     /// Which timestamp to store.
     pub timestamps: TimestampMode,
+    /// Event mode: the fixed offset, or `None` to choose it at the first record.
+    pub event_offset_us: Option<u64>,
+    /// Newest timestamp already in the store (a restarted endpoint continues after it).
+    pub resume_after_us: u64,
     /// Publish to readers at least this often.
     pub sync_interval: Duration,
+    /// Make data durable at least this often.
+    pub persist_interval: Duration,
     /// End after this many connections have ended.
     pub stop_after_connections: Option<u64>,
-    /// Stop ingesting once the data time reaches this (µs); ablation.
-    pub stop_at_us: Option<u64>,
+    /// Stop ingesting once this much data time (µs since the run's first
+    /// stored record) has been ingested; ablation.
+    pub stop_after_data_us: Option<u64>,
 }
 
 /// Why ingest ended.
@@ -50,106 +60,217 @@ struct Source {
     last_ts: u64,
 }
 
-/// Runs until shutdown, the connection limit or the cut-off; syncs before it
-/// returns the writer.
+/// Wall-clock time, µs since the Unix epoch.
+pub fn epoch_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
+/// The event-time offset for a run whose first record has event time
+/// `first_event_us`: its first record lands at the wall-clock time, or just
+/// after the newest stored record when that is later.
+pub fn event_offset(first_event_us: u64, now_us: u64, resume_after_us: u64) -> u64 {
+    let anchor = now_us.max(resume_after_us.saturating_add(1));
+    anchor.saturating_sub(first_event_us)
+}
+
+/// Logs a failing disk once per episode, and when it recovers.
+#[derive(Default)]
+struct StorageHealth {
+    failing: bool,
+}
+
+impl StorageHealth {
+    fn refused(&mut self, why: &str) {
+        if !self.failing {
+            self.failing = true;
+            log::error!(
+                "records are not stored: {why} (counted as `not stored` in the progress lines)"
+            );
+        }
+    }
+
+    fn stored(&mut self) {
+        if self.failing {
+            self.failing = false;
+            log::warn!("storing records again: writing to disk works");
+        }
+    }
+}
+
+struct Ingest {
+    writer: Writer,
+    counters: Arc<Counters>,
+    cfg: IngestConfig,
+    sources: HashMap<u64, Source>,
+    buf: Vec<u8>,
+    offset: Option<u64>,
+    first_stored: Option<u64>,
+    errors: u64,
+    health: StorageHealth,
+}
+
+impl Ingest {
+    fn source(&mut self, r: &telemetry::Record) -> Option<&mut Source> {
+        let id = r.source_id();
+        if !self.sources.contains_key(&id) {
+            let schema = schema_of(&r.series());
+            match self.writer.declare(SourceId(id), schema) {
+                Ok(handle) => {
+                    log::info!(
+                        "declared source {} ({id:#x})",
+                        telemetry::source::describe(id).unwrap_or_default()
+                    );
+                    self.sources.insert(id, Source { handle, last_ts: 0 });
+                }
+                Err(e) => {
+                    self.errors += 1;
+                    if self.errors <= 10 {
+                        log::error!("cannot declare source {id:#x}: {e}");
+                    }
+                    return None;
+                }
+            }
+        }
+        self.sources.get_mut(&id)
+    }
+
+    /// Pushes one batch; returns the newest stored timestamp, if any.
+    fn batch(&mut self, arrival_us: u64, batch: &telemetry::Batch) -> Option<u64> {
+        let (mut ingested, mut clamped, mut refused) = (0u64, 0u64, 0u64);
+        let mut newest = None;
+        if self.cfg.timestamps == TimestampMode::Event && self.offset.is_none() {
+            if let Some(first) = batch.records.first() {
+                let o = self.cfg.event_offset_us.unwrap_or_else(|| {
+                    event_offset(first.timestamp_us(), epoch_us(), self.cfg.resume_after_us)
+                });
+                log::info!("event times are stored + {o} µs");
+                self.offset = Some(o);
+            }
+        }
+        let offset = self.offset.unwrap_or(0);
+        for r in &batch.records {
+            let mode = self.cfg.timestamps;
+            let Some(src) = self.source(r) else { continue };
+            let mut ts = match mode {
+                TimestampMode::Arrival => arrival_us,
+                TimestampMode::Event => r.timestamp_us().saturating_add(offset),
+            };
+            if ts < src.last_ts {
+                ts = src.last_ts;
+                clamped += 1;
+            }
+            let handle = src.handle;
+            self.buf.clear();
+            r.encode_into(&mut self.buf);
+            match self.writer.push(handle, ts, &self.buf) {
+                Ok(_) => {
+                    if let Some(s) = self.sources.get_mut(&r.source_id()) {
+                        s.last_ts = ts;
+                    }
+                    ingested += 1;
+                    newest = Some(newest.map_or(ts, |n: u64| n.max(ts)));
+                }
+                Err(loom::Error::StorageFailing(why)) => {
+                    refused += 1;
+                    self.health.refused(&why);
+                }
+                Err(e) => {
+                    refused += 1;
+                    self.errors += 1;
+                    if self.errors <= 10 {
+                        log::error!("push failed: {e}");
+                    }
+                }
+            }
+        }
+        if ingested > 0 {
+            self.health.stored();
+        }
+        let c = &self.counters;
+        c.records_ingested.fetch_add(ingested, Ordering::Relaxed);
+        c.records_clamped.fetch_add(clamped, Ordering::Relaxed);
+        c.records_refused.fetch_add(refused, Ordering::Relaxed);
+        let not_ingested = batch.records.len() as u64 - ingested - refused;
+        c.records_skipped.fetch_add(not_ingested, Ordering::Relaxed);
+        if let Some(n) = newest {
+            c.now_us.fetch_max(n, Ordering::Relaxed);
+            if self.first_stored.is_none() {
+                self.first_stored = Some(n);
+                c.first_us.store(n, Ordering::Relaxed);
+            }
+        }
+        newest
+    }
+
+    fn persist(&mut self) {
+        if let Err(e) = self.writer.persist() {
+            self.counters
+                .persist_failures
+                .fetch_add(1, Ordering::Relaxed);
+            match e {
+                loom::Error::StorageFailing(why) => self.health.refused(&why),
+                e => log::error!("persist failed: {e}"),
+            }
+        }
+    }
+}
+
+/// Runs until shutdown, the connection limit or the cut-off; persists before
+/// it returns the writer.
 pub fn run(
-    mut writer: Writer,
+    writer: Writer,
     rx: Receiver<Msg>,
     counters: Arc<Counters>,
     shutdown: Arc<AtomicBool>,
     cfg: IngestConfig,
 ) -> (Writer, IngestEnd) {
-    let mut sources: HashMap<u64, Source> = HashMap::new();
-    let mut buf = Vec::with_capacity(64);
+    let mut ing = Ingest {
+        writer,
+        counters: Arc::clone(&counters),
+        cfg,
+        sources: HashMap::new(),
+        buf: Vec::with_capacity(64),
+        offset: None,
+        first_stored: None,
+        errors: 0,
+        health: StorageHealth::default(),
+    };
     let mut ended = 0u64;
     let mut last_sync = Instant::now();
+    let mut last_persist = Instant::now();
     let mut dirty = false;
-    let mut push_errors = 0u64;
     let end = loop {
         if shutdown.load(Ordering::Relaxed) {
             break IngestEnd::Shutdown;
         }
         match rx.recv_timeout(Duration::from_millis(20)) {
             Ok(Msg::Batch { arrival_us, batch }) => {
-                let mut ingested = 0u64;
-                let mut clamped = 0u64;
-                let mut newest = 0u64;
-                for r in &batch.records {
-                    let id = r.source_id();
-                    let src = match sources.get_mut(&id) {
-                        Some(s) => s,
-                        None => {
-                            match writer.declare_source(SourceId(id), Some(index_for(r.kind()))) {
-                                Ok(handle) => {
-                                    log::info!(
-                                        "declared source {} ({id:#x})",
-                                        telemetry::source::describe(id).unwrap_or_default()
-                                    );
-                                    sources.entry(id).or_insert(Source { handle, last_ts: 0 })
-                                }
-                                Err(e) => {
-                                    push_errors += 1;
-                                    if push_errors <= 10 {
-                                        log::error!("cannot declare source {id:#x}: {e}");
-                                    }
-                                    continue;
-                                }
-                            }
-                        }
-                    };
-                    let mut ts = match cfg.timestamps {
-                        TimestampMode::Arrival => arrival_us,
-                        TimestampMode::Event => r.timestamp_us(),
-                    };
-                    if ts < src.last_ts {
-                        ts = src.last_ts;
-                        clamped += 1;
-                    }
-                    buf.clear();
-                    r.encode_into(&mut buf);
-                    match writer.push(src.handle, ts, &buf) {
-                        Ok(_) => {
-                            src.last_ts = ts;
-                            ingested += 1;
-                            newest = newest.max(ts);
-                        }
-                        Err(e) => {
-                            push_errors += 1;
-                            if push_errors <= 10 {
-                                log::error!("push failed: {e}");
-                            }
-                        }
-                    }
-                }
-                counters
-                    .records_ingested
-                    .fetch_add(ingested, Ordering::Relaxed);
-                counters
-                    .records_clamped
-                    .fetch_add(clamped, Ordering::Relaxed);
-                let skipped = batch.records.len() as u64 - ingested;
-                counters
-                    .records_skipped
-                    .fetch_add(skipped, Ordering::Relaxed);
-                counters.now_us.fetch_max(newest, Ordering::Relaxed);
+                ing.batch(arrival_us, &batch);
                 dirty = true;
-                if let Some(cut) = cfg.stop_at_us {
-                    if counters.now_us.load(Ordering::Relaxed) >= cut {
+                if let (Some(cut), Some(first)) = (ing.cfg.stop_after_data_us, ing.first_stored) {
+                    if counters.now_us.load(Ordering::Relaxed) - first >= cut {
                         break IngestEnd::CutOff;
                     }
                 }
             }
             Ok(Msg::ConnectionEnded) => {
                 ended += 1;
-                if cfg.stop_after_connections.is_some_and(|n| ended >= n) {
+                if ing.cfg.stop_after_connections.is_some_and(|n| ended >= n) {
                     break IngestEnd::ConnectionsEnded;
                 }
             }
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => break IngestEnd::Shutdown,
         }
-        if dirty && (rx.is_empty() || last_sync.elapsed() >= cfg.sync_interval) {
-            writer.sync();
+        if last_persist.elapsed() >= ing.cfg.persist_interval {
+            ing.persist();
+            last_persist = Instant::now();
+            last_sync = last_persist;
+            dirty = false;
+        } else if dirty && (rx.is_empty() || last_sync.elapsed() >= ing.cfg.sync_interval) {
+            ing.writer.sync();
             last_sync = Instant::now();
             dirty = false;
         }
@@ -162,9 +283,21 @@ pub fn run(
             counters.records_skipped.fetch_add(n, Ordering::Relaxed);
         }
     }
-    writer.sync();
-    if push_errors > 0 {
-        log::warn!("{push_errors} records could not be stored");
+    ing.persist();
+    if ing.errors > 0 {
+        log::warn!("{} records could not be stored", ing.errors);
     }
-    (writer, end)
+    (ing.writer, end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_offset_lands_at_now_or_after_the_store() {
+        assert_eq!(event_offset(1_000, 5_000_000, 0), 4_999_000);
+        assert_eq!(event_offset(1_000, 5_000_000, 9_000_000), 8_999_001);
+        assert_eq!(event_offset(10_000_000, 5_000, 0), 0);
+    }
 }

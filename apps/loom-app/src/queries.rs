@@ -107,8 +107,8 @@ pub fn run(reader: &Reader, q: Query, t0: u64, t1: u64) -> Option<loom::Result<A
         Query::RocksdbP2 => {
             latency_answer(reader, source::syscall(Syscall::PREAD64), "pread64", t0, t1)
         }
-        Query::RocksdbP3 => match reader.aggregate(SourceId(source::page_cache()), t0, t1) {
-            Ok(a) => Ok((a.count, ())),
+        Query::RocksdbP3 => match reader.count(SourceId(source::page_cache()), t0, t1) {
+            Ok(n) => Ok((n, ())),
             Err(loom::Error::UnknownSource(_)) => Ok((0, ())),
             Err(e) => Err(e),
         }

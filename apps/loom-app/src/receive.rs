@@ -10,7 +10,6 @@ use std::io::BufReader;
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
 
 use crossbeam_channel::{Sender, TrySendError};
 use telemetry::{Batch, FrameReader};
@@ -19,9 +18,9 @@ use crate::counters::Counters;
 
 /// Message from receivers to the ingest thread.
 pub enum Msg {
-    /// A batch and its arrival time at this app (µs since app start).
+    /// A batch and its arrival time at this app (wall clock).
     Batch {
-        /// Arrival time, µs since app start.
+        /// Arrival time, µs since the Unix epoch.
         arrival_us: u64,
         /// The records.
         batch: Batch,
@@ -31,13 +30,7 @@ pub enum Msg {
 }
 
 /// Accepts connections forever, one receiving thread each.
-pub fn listen(
-    listener: TcpListener,
-    tx: Sender<Msg>,
-    counters: Arc<Counters>,
-    start: Instant,
-    max_payload: usize,
-) {
+pub fn listen(listener: TcpListener, tx: Sender<Msg>, counters: Arc<Counters>, max_payload: usize) {
     for conn in listener.incoming() {
         match conn {
             Ok(stream) => {
@@ -51,7 +44,7 @@ pub fn listen(
                 let counters = counters.clone();
                 let spawned = std::thread::Builder::new()
                     .name(format!("recv-{id}"))
-                    .spawn(move || receive(id, &peer, stream, &tx, &counters, start, max_payload));
+                    .spawn(move || receive(id, &peer, stream, &tx, &counters, max_payload));
                 if let Err(e) = spawned {
                     log::error!("cannot start a receiving thread for connection {id}: {e}");
                 }
@@ -67,7 +60,6 @@ fn receive(
     stream: TcpStream,
     tx: &Sender<Msg>,
     counters: &Counters,
-    start: Instant,
     max_payload: usize,
 ) {
     let mut reader =
@@ -85,7 +77,7 @@ fn receive(
                     counters.records_skipped.fetch_add(n, Ordering::Relaxed);
                     continue;
                 }
-                let arrival_us = start.elapsed().as_micros() as u64;
+                let arrival_us = crate::ingest::epoch_us();
                 match tx.try_send(Msg::Batch { arrival_us, batch }) {
                     Ok(()) => {}
                     Err(TrySendError::Full(_)) => {

@@ -102,6 +102,8 @@ fn replay_into_loom_app_matches_brute_force_and_survives_garbage() {
             "127.0.0.1:0",
             "--timestamps",
             "event",
+            "--event-offset-us",
+            "0",
             "--query",
             "rocksdb-p1,rocksdb-p2,rocksdb-p3,ablation-timerange,ablation-noindex,ablation-onlytime,ablation-onlyrange",
             "--query-at-end",

@@ -27,7 +27,9 @@ impl Writer {
 
     /// Declares a source by its schema and returns its handle. The first
     /// declaration stores the schema in the store's catalog (durably, before
-    /// this returns) and starts its range index; declaring it again with the
+    /// this returns) and starts its range index (records the source already
+    /// has, e.g. from a store written without schemas, are indexed in the
+    /// background); declaring it again with the
     /// same schema (in this or a later process) returns the same handle, a
     /// different schema is [`Error::SchemaMismatch`].
     pub fn declare(&mut self, id: SourceId, schema: SourceSchema) -> Result<SourceHandle> {
@@ -39,9 +41,9 @@ impl Writer {
             Some(_) => return Err(Error::SchemaMismatch(id)),
             None => {}
         }
-        if self.sources[idx].index.is_some() || self.sources[idx].seq > 0 {
-            // Records stored without a schema (or an extractor index) cannot
-            // be vouched for by a declarative one.
+        if self.sources[idx].index.is_some() {
+            // An extractor index of this process cannot be checked against
+            // the schema's field.
             return Err(Error::SchemaMismatch(id));
         }
         let mut next = self.catalog.clone();

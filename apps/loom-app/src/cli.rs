@@ -1,0 +1,174 @@
+//! Command-line flags of `loom-app`.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+
+use crate::ingest::TimestampMode;
+use crate::queries::Query;
+
+/// Receive telemetry over TCP and store it in Loom.
+#[derive(Parser, Debug)]
+#[command(
+    name = "loom-app",
+    about = "Receive telemetry over TCP and store it in Loom"
+)]
+pub struct Cli {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:7878")]
+    pub addr: String,
+    /// Store directory. An existing store is reopened and appended to.
+    /// Default: a fresh directory under the repo's tmp-data/, deleted at exit
+    /// unless --keep-data.
+    #[arg(long, alias = "mach-path")]
+    pub loom_path: Option<PathBuf>,
+    /// Keep the default store directory at exit.
+    #[arg(long)]
+    pub keep_data: bool,
+    /// Seconds between progress lines.
+    #[arg(long, default_value_t = 10.0)]
+    pub report_interval_s: f64,
+    /// Questions to ask (comma separated).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "rocksdb-p1")]
+    pub query: Vec<Query>,
+    /// Seconds between periodic queries.
+    #[arg(long, default_value_t = 120.0)]
+    pub query_interval_s: f64,
+    /// Number of periodic query rounds (ablation: repetitions after the cut-off).
+    #[arg(long, default_value_t = 5)]
+    pub query_count: u32,
+    /// Ablation lookback S in seconds: ingest 120 + S + 5 s of data, then count
+    /// over the 120 s window ending S + 5 s before the newest data.
+    #[arg(long, default_value_t = 20)]
+    pub ablation_lookback: u64,
+    /// Store records under their arrival time (wall clock, µs since the Unix
+    /// epoch) or their own time mapped onto the epoch (see --event-offset-us).
+    #[arg(long, value_enum, default_value = "arrival")]
+    pub timestamps: TimestampMode,
+    /// With --timestamps event: store each record at its own time plus this
+    /// many µs. Default: chosen at the first record so that it lands at the
+    /// current wall-clock time (or just after the store's newest record, if
+    /// that is later), keeping the recorded spacing. 0 stores record times
+    /// as they are.
+    #[arg(long)]
+    pub event_offset_us: Option<u64>,
+    /// Ask the questions once when ingest ends (see --stop-after-connections)
+    /// instead of periodically.
+    #[arg(long)]
+    pub query_at_end: bool,
+    /// Window for --query-at-end, `T0,T1` in stored µs, inclusive (default: all data).
+    #[arg(long, value_parser = parse_window)]
+    pub query_window_us: Option<(u64, u64)>,
+    /// Stop ingesting after this many connections have ended.
+    #[arg(long)]
+    pub stop_after_connections: Option<u64>,
+    /// Also print `ANSWER ...` lines for scripts and tests.
+    #[arg(long)]
+    pub machine_output: bool,
+    /// Batches the ingest queue holds before receivers drop.
+    #[arg(long, default_value_t = 4096)]
+    pub queue_capacity: usize,
+    /// Largest accepted frame payload in bytes.
+    #[arg(long, default_value_t = telemetry::wire::DEFAULT_MAX_PAYLOAD)]
+    pub max_payload_bytes: usize,
+    /// Publish ingested data to readers at least every this many ms.
+    #[arg(long, default_value_t = 5)]
+    pub sync_interval_ms: u64,
+    /// Make ingested data durable at least every this many ms: a crash
+    /// (SIGKILL, power loss) loses at most this interval plus what was in
+    /// flight.
+    #[arg(long, default_value_t = 1000)]
+    pub persist_interval_ms: u64,
+    /// Drop the oldest data (whole segments) while the store holds more than
+    /// this many bytes.
+    #[arg(long)]
+    pub retention_bytes: Option<u64>,
+    /// Drop data (whole segments) older than this many seconds before the
+    /// newest record.
+    #[arg(long)]
+    pub retention_age_s: Option<u64>,
+}
+
+impl Cli {
+    /// Checks the relations clap cannot express.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.report_interval_s > 0.0,
+            "--report-interval-s must be positive"
+        );
+        anyhow::ensure!(
+            self.query_interval_s > 0.0,
+            "--query-interval-s must be positive"
+        );
+        anyhow::ensure!(self.queue_capacity > 0, "--queue-capacity must be positive");
+        anyhow::ensure!(
+            self.persist_interval_ms > 0,
+            "--persist-interval-ms must be positive"
+        );
+        anyhow::ensure!(
+            self.event_offset_us.is_none() || self.timestamps == TimestampMode::Event,
+            "--event-offset-us needs --timestamps event"
+        );
+        Ok(())
+    }
+}
+
+/// Parses `T0,T1` (µs) for `--query-window-us`.
+pub fn parse_window(s: &str) -> Result<(u64, u64), String> {
+    let (a, b) = s
+        .split_once(',')
+        .ok_or_else(|| format!("expected T0,T1 in µs, got {s:?}"))?;
+    let p = |x: &str| {
+        x.trim()
+            .parse::<u64>()
+            .map_err(|e| format!("{x:?} is not a µs count: {e}"))
+    };
+    let (t0, t1) = (p(a)?, p(b)?);
+    if t0 > t1 {
+        return Err(format!("T0 {t0} is after T1 {t1}"));
+    }
+    Ok((t0, t1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_parsing() {
+        assert_eq!(parse_window("3,15"), Ok((3, 15)));
+        assert_eq!(parse_window(" 0 , 0 "), Ok((0, 0)));
+        assert!(parse_window("15,3").is_err());
+        assert!(parse_window("15").is_err());
+        assert!(parse_window("a,3").is_err());
+    }
+
+    #[test]
+    fn flags_parse_and_name_allowed_values() {
+        let cli = Cli::try_parse_from([
+            "loom-app",
+            "--mach-path",
+            "/tmp/x",
+            "--query",
+            "rocksdb-p2,ablation-timerange",
+            "--timestamps",
+            "event",
+            "--event-offset-us",
+            "0",
+        ])
+        .unwrap();
+        assert_eq!(cli.query, vec![Query::RocksdbP2, Query::AblationTimerange]);
+        assert_eq!(cli.loom_path, Some(PathBuf::from("/tmp/x")));
+        assert!(cli.validate().is_ok());
+        let err = Cli::try_parse_from(["loom-app", "--timestamps", "wall"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--timestamps") && err.contains("arrival") && err.contains("event"));
+        let cli = Cli::try_parse_from(["loom-app", "--event-offset-us", "5"]).unwrap();
+        assert!(cli
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--timestamps event"));
+    }
+}
