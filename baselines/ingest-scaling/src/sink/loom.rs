@@ -1,11 +1,18 @@
-//! Loom through its public API: one source, optionally with a range index.
-//! `sync` is `Writer::sync` (publish to readers; cheap); the run ends with
-//! `Writer::close` (persist + stop the flusher), timed separately.
+//! Loom through its public API: one source, optionally with a range index
+//! declared by schema (so its summaries are persisted beside the segments,
+//! as loom-app's are). `sync` is `Writer::sync` (publish to readers; cheap)
+//! plus `Writer::persist` once a second (loom-app's default persist
+//! interval); the run ends with `Writer::close` (persist + stop the
+//! flusher), timed separately.
 
 use super::Sink;
 use anyhow::{Context, Result};
-use loom::{Config, RangeIndexSpec, SourceHandle, SourceId, Writer};
+use loom::{Config, FieldDef, FieldType, IndexDef, SourceHandle, SourceId, SourceSchema, Writer};
 use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// How often the sink makes everything durable, as loom-app does by default.
+pub const PERSIST_INTERVAL: Duration = Duration::from_secs(1);
 
 /// The single source every record goes to.
 pub const SOURCE: SourceId = SourceId(1);
@@ -14,7 +21,8 @@ pub const SOURCE: SourceId = SourceId(1);
 /// so 64 equal bins spread over the whole u64 domain.
 pub const INDEX_BINS: u32 = 64;
 
-/// The `--index` extractor: a little-endian u64 from the first min(8, len) bytes.
+/// The indexed value as the `--index` schema field reads it: a little-endian
+/// u64 from the first min(8, len) bytes (kept for tests that read records back).
 pub fn first_u64(bytes: &[u8]) -> u64 {
     // A fixed 8-byte read compiles to one load; the variable-length copy
     // is only for records shorter than 8 bytes.
@@ -32,27 +40,38 @@ pub struct LoomSink {
     // Kept open for the whole run, as loom-app keeps one for its queries.
     _reader: loom::Reader,
     source: SourceHandle,
+    last_persist: Instant,
 }
 
 impl LoomSink {
-    /// Opens a store in `dir` with the default `Config` and declares [`SOURCE`],
-    /// with a range index over [`first_u64`] if `index`.
+    /// Opens a store in `dir` with the default `Config` and declares [`SOURCE`]
+    /// (field `value`: the record's first 8 bytes), range-indexed if `index`.
     pub fn open(dir: &Path, index: bool) -> Result<Self> {
         let (mut writer, reader) = loom::open(dir, Config::default())
             .with_context(|| format!("opening loom store in {}", dir.display()))?;
-        let spec = index.then_some(RangeIndexSpec {
-            extractor: first_u64,
-            min: 0,
-            interval: u64::MAX / INDEX_BINS as u64,
-            n_bins: INDEX_BINS,
-        });
+        let schema = SourceSchema {
+            measurement: "bench".into(),
+            tags: Vec::new(),
+            fields: vec![FieldDef {
+                name: "value".into(),
+                offset: 0,
+                ty: FieldType::U64,
+            }],
+            index: index.then(|| IndexDef {
+                field: "value".into(),
+                min: 0,
+                interval: u64::MAX / INDEX_BINS as u64,
+                n_bins: INDEX_BINS,
+            }),
+        };
         let source = writer
-            .declare_source(SOURCE, spec)
+            .declare(SOURCE, schema)
             .context("declaring the loom source")?;
         Ok(LoomSink {
             writer,
             _reader: reader,
             source,
+            last_persist: Instant::now(),
         })
     }
 
@@ -74,7 +93,12 @@ impl Sink for LoomSink {
     }
 
     fn sync(&mut self) -> Result<()> {
-        self.writer.sync();
+        if self.last_persist.elapsed() >= PERSIST_INTERVAL {
+            self.writer.persist().context("loom persist")?;
+            self.last_persist = Instant::now();
+        } else {
+            self.writer.sync();
+        }
         Ok(())
     }
 }
