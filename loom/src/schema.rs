@@ -245,14 +245,18 @@ mod tests {
     fn validation_names_the_problem() {
         assert!(schema().validated().is_ok());
         let mut s = schema();
-        s.index.as_mut().map(|ix| ix.field = "delta".into());
+        if let Some(ix) = s.index.as_mut() {
+            ix.field = "delta".into();
+        }
         let e = s.validated().unwrap_err().to_string();
         assert!(e.contains("unsigned"), "{e}");
         let mut s = schema();
         s.fields.push(s.fields[0].clone());
         assert!(s.validated().unwrap_err().to_string().contains("twice"));
         let mut s = schema();
-        s.index.as_mut().map(|ix| ix.field = "nope".into());
+        if let Some(ix) = s.index.as_mut() {
+            ix.field = "nope".into();
+        }
         assert!(s
             .validated()
             .unwrap_err()

@@ -124,9 +124,9 @@ fn out_of_order_oversized_and_unknown_are_errors() -> Result<(), Box<dyn std::er
 
 /// Reopens with every segment verified; returns the recovery report and
 /// every record of sources 1 and 2.
-fn reopened_verified(
-    dir: &Path,
-) -> Result<(loom::RecoveryReport, Vec<(SourceId, u64, Vec<u8>)>), Box<dyn std::error::Error>> {
+type Reopened = (loom::RecoveryReport, Vec<(SourceId, u64, Vec<u8>)>);
+
+fn reopened_verified(dir: &Path) -> Result<Reopened, Box<dyn std::error::Error>> {
     let cfg = loom::Config {
         verify_on_open: true,
         ..small_config()

@@ -32,7 +32,7 @@ fn schema(op: &str) -> SourceSchema {
 /// Heavy-tailed values, several records per µs.
 fn value(i: u64) -> u64 {
     let h = i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;
-    if h % 97 == 0 {
+    if h.is_multiple_of(97) {
         3000 + h % 5000
     } else {
         h % 1400
