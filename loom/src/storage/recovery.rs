@@ -336,6 +336,11 @@ pub(crate) fn recover(dir: &Path, layout: Layout, mode: Mode, verify: bool) -> R
         });
     }
 
+    log::debug!(
+        "{}: recovery read the segments in {:.0} ms",
+        dir.display(),
+        started.elapsed().as_secs_f64() * 1e3
+    );
     // Regions before the last valid chunk were skipped; after it, torn tail.
     for r in bad {
         let (seg, off) = layout.locate(r.at);
@@ -380,6 +385,7 @@ pub(crate) fn recover(dir: &Path, layout: Layout, mode: Mode, verify: bool) -> R
         log::error!("{}: hole: {h}", dir.display());
     }
 
+    let repair = Instant::now();
     if mode == Mode::Repair {
         if let Some((at, reason)) = &report.torn_tail {
             log::warn!(
@@ -390,6 +396,11 @@ pub(crate) fn recover(dir: &Path, layout: Layout, mode: Mode, verify: bool) -> R
         discard_from(dir, layout, end, &segments)?;
         infos.retain(|s| s.index <= end / layout.segment_size || s.index == 0);
         complete_indexes(dir, layout, &chunks, &scanned, end)?;
+        log::debug!(
+            "{}: recovery repaired the tail and index files in {:.0} ms",
+            dir.display(),
+            repair.elapsed().as_secs_f64() * 1e3
+        );
     }
 
     report.chunks = chunks.len() as u64;

@@ -15,7 +15,7 @@ use crate::index::bins::BinSummary;
 use crate::index::directory::{ChunkEntry, Directory};
 use crate::index::indexer::{IndexMsg, Indexer, SegmentIndexing};
 use crate::index::state::IndexState;
-use crate::index::summaries::SourceSummaries;
+use crate::index::summaries::{IndexSnapshot, SourceSummaries};
 use crate::log::chunk::{HEADER_LEN, NO_CHUNK};
 use crate::log::record::MAX_RECORD_OVERHEAD;
 use crate::log::slab::SlabWriter;
@@ -143,6 +143,21 @@ fn start_indexer(
     msgs: Vec<IndexMsg>,
 ) -> Result<Indexer> {
     let indexer = Indexer::start(Arc::clone(files), layout.chunk_size, indexing);
+    // Publish the summaries recovered from disk before the store is handed
+    // out, so the first query uses them instead of scanning every chunk.
+    let mut initial = IndexSnapshot::default();
+    for m in &msgs {
+        if let IndexMsg::Declare {
+            source, summaries, ..
+        } = m
+        {
+            if initial.sources.len() <= *source {
+                initial.sources.resize_with(source + 1, || None);
+            }
+            initial.sources[*source] = Some(summaries.view());
+        }
+    }
+    indexer.published.store(Arc::new(initial));
     if indexer.thread.is_none() {
         return Err(Error::FlushFailed(
             "the indexer thread could not start".into(),
