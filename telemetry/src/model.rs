@@ -13,7 +13,10 @@
 //! InfluxDB) both take their names from here, so one statement runs unchanged
 //! on both systems.
 
-use crate::record::{Kind, KvOp, KvOpKind, Packet, PageCache, Record, Syscall};
+use crate::record::{Kind, KvOpKind, Record};
+// Named by the doc links below and by the tests.
+#[cfg(any(doc, test))]
+use crate::record::{KvOp, Packet, PageCache, Syscall};
 
 /// Storage type of a field inside a record's bytes (little endian).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
