@@ -33,5 +33,3 @@ pub use loader::{ProbeHandle, ProbeStats};
 
 /// x86_64 syscall number of `pread64`.
 pub const SYS_PREAD64: u32 = 17;
-/// x86_64 syscall number of `sendto`.
-pub const SYS_SENDTO: u32 = 44;

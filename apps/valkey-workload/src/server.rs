@@ -88,6 +88,11 @@ impl Server {
         self.child.id()
     }
 
+    /// Its data directory (config file, log), deleted when the server is dropped.
+    pub fn data_dir(&self) -> &Path {
+        self.dir.path()
+    }
+
     /// The binary that runs.
     pub fn binary(&self) -> &Path {
         &self.binary
