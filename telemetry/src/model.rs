@@ -14,9 +14,6 @@
 //! on both systems.
 
 use crate::record::{Kind, KvOpKind, Record};
-// Named by the doc links below and by the tests.
-#[cfg(any(doc, test))]
-use crate::record::{KvOp, Packet, PageCache, Syscall};
 
 /// Storage type of a field inside a record's bytes (little endian).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -125,7 +122,7 @@ const LATENCY_INDEX: RangeIndex = RangeIndex {
     n_bins: LATENCY_BINS,
 };
 
-/// Fields of `kv` (24-byte [`KvOp`] encoding).
+/// Fields of `kv` (24-byte [`crate::KvOp`] encoding).
 pub const KV_FIELDS: &[Field] = &[
     Field {
         name: "thread_id",
@@ -144,7 +141,7 @@ pub const KV_FIELDS: &[Field] = &[
     },
 ];
 
-/// Fields of `syscall` (28-byte [`Syscall`] encoding).
+/// Fields of `syscall` (28-byte [`crate::Syscall`] encoding).
 pub const SYSCALL_FIELDS: &[Field] = &[
     Field {
         name: "pid",
@@ -168,7 +165,7 @@ pub const SYSCALL_FIELDS: &[Field] = &[
     },
 ];
 
-/// Fields of `pagecache` (44-byte [`PageCache`] encoding).
+/// Fields of `pagecache` (44-byte [`crate::PageCache`] encoding).
 pub const PAGECACHE_FIELDS: &[Field] = &[
     Field {
         name: "pid",
@@ -202,7 +199,7 @@ pub const PAGECACHE_FIELDS: &[Field] = &[
     },
 ];
 
-/// Fields of `packet` (48-byte [`Packet`] encoding). The addresses are not
+/// Fields of `packet` (48-byte [`crate::Packet`] encoding). The addresses are not
 /// fields: they are 16-byte values, not numbers.
 pub const PACKET_FIELDS: &[Field] = &[
     Field {
@@ -337,6 +334,7 @@ pub fn fields_of(kind: Kind) -> &'static [Field] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::{KvOp, Packet, PageCache, Syscall};
 
     fn value(f: &Field, bytes: &[u8]) -> u64 {
         match f.read(bytes) {

@@ -114,6 +114,9 @@ pub fn run(reader: &Reader, q: Query, t0: u64, t1: u64) -> Option<loom::Result<A
     let start = Instant::now();
     let r = match q {
         Query::ProbeEffect => return None,
+        Query::ValkeyP1 => valkey::p1(&reader.snapshot(), t0, t1),
+        Query::ValkeyP2 => valkey::p2(&reader.snapshot(), t0, t1),
+        Query::ValkeyP3 => valkey::p3(&reader.snapshot(), t0, t1),
         Query::RocksdbP1 => latency_answer(reader, source::kv(KvOpKind::Read), "KV read", t0, t1),
         Query::RocksdbP2 => {
             latency_answer(reader, source::syscall(Syscall::PREAD64), "pread64", t0, t1)
@@ -124,9 +127,6 @@ pub fn run(reader: &Reader, q: Query, t0: u64, t1: u64) -> Option<loom::Result<A
             Err(e) => Err(e),
         }
         .map(|(n, ())| (format!("page-cache events: {n}"), format!("count={n}"))),
-        Query::ValkeyP1 => valkey::p1(&reader.snapshot(), t0, t1),
-        Query::ValkeyP2 => valkey::p2(&reader.snapshot(), t0, t1),
-        Query::ValkeyP3 => valkey::p3(&reader.snapshot(), t0, t1),
         _ => {
             let mode = q.ablation_mode()?;
             match reader.count_matching(

@@ -45,6 +45,16 @@ fn loom_app_binary() -> PathBuf {
     bin
 }
 
+/// Whether this loom-app has `--event-offset-us` (stores event times shifted
+/// onto the wall clock by default).
+fn supports_event_offset(bin: &std::path::Path) -> bool {
+    Command::new(bin)
+        .arg("--help")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains("--event-offset-us"))
+        .unwrap_or(false)
+}
+
 fn fields(line: &str) -> HashMap<String, String> {
     line.split_whitespace()
         .filter_map(|kv| kv.split_once('='))
@@ -132,12 +142,14 @@ fn valkey_questions_match_brute_force_over_a_live_recording() {
     let truth = stored(&batches);
     assert_eq!(truth.total, summary.sent());
 
-    let mut app = Command::new(loom_app)
+    let mut app = Command::new(&loom_app);
+    app.args(["--addr", "127.0.0.1:0", "--timestamps", "event"]);
+    if supports_event_offset(&loom_app) {
+        // Newer loom-app maps event times onto the wall clock unless told not to.
+        app.args(["--event-offset-us", "0"]);
+    }
+    let mut app = app
         .args([
-            "--addr",
-            "127.0.0.1:0",
-            "--timestamps",
-            "event",
             "--query",
             "valkey-p1,valkey-p2,valkey-p3",
             "--query-at-end",
