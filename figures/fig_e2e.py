@@ -22,6 +22,9 @@ PHASE_TEXT = {
     ("rocksdb", 1): "P1\nKV read max, p99.99",
     ("rocksdb", 2): "P2\npread64 max, p99.99",
     ("rocksdb", 3): "P3\npage-cache count",
+    ("valkey", 1): "P1\nslow KV reads",
+    ("valkey", 2): "P2\nslow reads, sendto/write",
+    ("valkey", 3): "P3\nslowest read, packets ±5 s",
 }
 
 

@@ -79,17 +79,21 @@ ABLATION_MODES = ("noindex", "onlytime", "onlyrange", "timerange")
 # ---------------------------------------------------------------------------
 # rocksdb-workload (apps/rocksdb-workload/src/main.rs, lib.rs), figure 13.
 # Logs: evaluation-output/pe-<endpoint> (mk/probe-effect.mk); pe-*-app are the
-# endpoints' own logs, not workload runs.
+# endpoints' own logs, not workload runs. valkey-workload prints the same lines
+# (its logs are valkey-pe-*, mk/valkey.mk, not part of figure 13): its progress
+# line ends with `, Packets: k` and its average names valkey.
 PE_RUN_START = re.compile(r"^\s*Phase: (?P<phase>\S+) destination: (?P<destination>.*)$")
-#   Count: i App: a, Syscall: s, Page cache: p, Count: total, Dropped: d
+#   Count: i App: a, Syscall: s, Page cache: p, Count: total, Dropped: d[, Packets: k]
 PE_PROGRESS_PREFIX = "Count:"
 PE_PROGRESS = re.compile(
     r"^\s*Count: (?P<second>\d+) App: (?P<app>\d+), Syscall: (?P<syscall>\d+), "
-    r"Page cache: (?P<page_cache>\d+), Count: (?P<total>\d+), Dropped: (?P<dropped>\d+)\s*$"
+    r"Page cache: (?P<page_cache>\d+), Count: (?P<total>\d+), Dropped: (?P<dropped>\d+)"
+    r"(?:, Packets: (?P<packets>\d+))?\s*$"
 )
-#   Average rocksdb rate per sec: X
-PE_AVERAGE_PREFIX = "Average rocksdb rate per sec"
-PE_AVERAGE = re.compile(rf"^\s*Average rocksdb rate per sec:\s*(?P<rate>{NUM})\s*$")
+#   Average rocksdb rate per sec: X   (valkey-workload: Average valkey rate per sec: X)
+PE_AVERAGE_PREFIXES = ("Average rocksdb rate per sec", "Average valkey rate per sec")
+PE_AVERAGE_PREFIX = PE_AVERAGE_PREFIXES[0]
+PE_AVERAGE = re.compile(rf"^\s*Average (?P<workload>rocksdb|valkey) rate per sec:\s*(?P<rate>{NUM})\s*$")
 PE_LOG_NAME = re.compile(r"^pe-(?P<name>.+)$")
 PE_ENDPOINT_LOG_SUFFIX = "-app"
 # Other spellings of an endpoint in pe-<name> (OUT_FILE=...), mapped to one name.
@@ -367,7 +371,7 @@ def parse_workload_log(lines, log=""):
             dropped += int(m["dropped"])
             seconds += 1
             started = True
-        elif stripped.startswith(PE_AVERAGE_PREFIX):
+        elif stripped.startswith(PE_AVERAGE_PREFIXES):
             m = PE_AVERAGE.match(line)
             rate = _finite(m["rate"]) if m else None
             if rate is None:

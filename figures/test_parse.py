@@ -335,3 +335,15 @@ def test_make_figures_without_logs(tmp_path, capsys):
     lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith(("fig1", "fig2"))]
     assert len(lines) == 5 and all("skipped" in x and "make " in x for x in lines)
     assert not (tmp_path / "out").exists()
+
+
+def test_valkey_workload_lines():
+    lines = [
+        "Phase: p3 destination: Noop",
+        "Count: 1 App: 100, Syscall: 200, Page cache: 0, Count: 400, Dropped: 0, Packets: 100",
+        "Count: 2 App: 100, Syscall: 200, Page cache: 0, Count: 400, Dropped: 4, Packets: 100",
+        "Average valkey rate per sec: 50000.5",
+    ]
+    runs, warnings = lp.parse_workload_log(lines)
+    assert not warnings
+    assert [(r.ops_per_s, r.sent, r.dropped, r.seconds) for r in runs] == [(50000.5, 800, 4, 2)]

@@ -11,7 +11,7 @@ use std::process::Command;
 
 use libbpf_cargo::SkeletonBuilder;
 
-const PROBES: [&str; 2] = ["syscall_latency", "page_cache"];
+const PROBES: [&str; 3] = ["syscall_latency", "page_cache", "packet"];
 
 fn main() {
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));

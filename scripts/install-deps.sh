@@ -10,6 +10,7 @@ PACKAGES=(
   libbpf-dev bpftool libelf-dev zlib1g-dev
   librocksdb-dev libsnappy-dev liblz4-dev libzstd-dev libbz2-dev
   liblmdb-dev
+  redis-server                     # the Valkey workload's server (valkey-server when Debian has it)
   python3 python3-venv
 )
 

@@ -9,6 +9,11 @@ pub struct ProbeConfig {
     pub syscalls: bool,
     /// Attach the page-cache probe (`filemap/mm_filemap_add_to_page_cache`).
     pub page_cache: bool,
+    /// Attach the packet probe (tcx ingress of `packet_interface`) and keep
+    /// packets from or to this port; `Some(0)` keeps every TCP/UDP packet.
+    pub packets: Option<u16>,
+    /// Interface whose ingress the packet probe watches (default `lo`).
+    pub packet_interface: String,
     /// Trace only this process (tgid); `None` traces every process.
     pub target_tgid: Option<u32>,
     /// Threads never traced (e.g. telemetry sender threads). The consumer
@@ -32,6 +37,8 @@ impl Default for ProbeConfig {
         ProbeConfig {
             syscalls: true,
             page_cache: false,
+            packets: None,
+            packet_interface: "lo".to_string(),
             target_tgid: None,
             excluded_tids: Vec::new(),
             ring_buffer_bytes: 64 * 1024 * 1024,

@@ -49,6 +49,24 @@ impl PageCacheEvent {
     }
 }
 
+/// One TCP/UDP packet seen at TC ingress. Times are CLOCK_MONOTONIC nanoseconds.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PacketEvent {
+    /// Source address, IPv6 bytes (IPv4 as IPv4-mapped `::ffff:a.b.c.d`).
+    pub src_addr: [u8; 16],
+    /// Destination address, like `src_addr`.
+    pub dst_addr: [u8; 16],
+    /// Source port (host byte order).
+    pub src_port: u16,
+    /// Destination port (host byte order).
+    pub dst_port: u16,
+    /// Frame length in bytes (`skb->len`, link header included).
+    pub length: u32,
+    /// Capture time, ns (CLOCK_MONOTONIC).
+    pub time_ns: u64,
+}
+
 /// An event from any probe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProbeEvent {
@@ -56,6 +74,8 @@ pub enum ProbeEvent {
     Syscall(SyscallEvent),
     /// From the page-cache probe.
     PageCache(PageCacheEvent),
+    /// From the packet probe.
+    Packet(PacketEvent),
 }
 
 impl ProbeEvent {
@@ -81,6 +101,14 @@ impl ProbeEvent {
                 index: p.index,
                 device: p.device,
             }),
+            ProbeEvent::Packet(p) => telemetry::Record::Packet(telemetry::Packet {
+                src_addr: p.src_addr,
+                dst_addr: p.dst_addr,
+                src_port: p.src_port,
+                dst_port: p.dst_port,
+                length: p.length,
+                timestamp_us: us(p.time_ns),
+            }),
         }
     }
 }
@@ -101,6 +129,7 @@ pub(crate) trait RawEvent: Copy {
 
 impl RawEvent for SyscallEvent {}
 impl RawEvent for PageCacheEvent {}
+impl RawEvent for PacketEvent {}
 
 #[cfg(test)]
 mod tests {
@@ -110,6 +139,7 @@ mod tests {
     fn layouts_match_the_c_header() {
         assert_eq!(size_of::<SyscallEvent>(), 32);
         assert_eq!(size_of::<PageCacheEvent>(), 48);
+        assert_eq!(size_of::<PacketEvent>(), 48);
     }
 
     #[test]

@@ -1,13 +1,15 @@
 //! eBPF probes of the monitored application and their loader.
 //!
-//! Two programs, one per file under `src/bpf/` with the shared event header
+//! Three programs, one per file under `src/bpf/` with the shared event header
 //! `events.h`:
 //! - **syscall latency** (`raw_syscalls/sys_enter` + `sys_exit`): one
 //!   [`SyscallEvent`] per finished syscall, duration computed in the kernel;
 //! - **page cache** (`filemap/mm_filemap_add_to_page_cache`): one
-//!   [`PageCacheEvent`] per inserted folio.
+//!   [`PageCacheEvent`] per inserted folio;
+//! - **packet** (tcx ingress of an interface, `lo` by default): one
+//!   [`PacketEvent`] per TCP/UDP packet from or to one port.
 //!
-//! Both filter in the kernel by target process (set before load) and skip
+//! The tracepoint probes filter in the kernel by target process (set before load) and skip
 //! excluded threads (the collector's own), write to BPF ring buffers and count
 //! ring-buffer overflows in a map, reported in [`ProbeStats`]. [`ProbeHandle`]
 //! loads them and streams batches of [`ProbeEvent`] to a crossbeam channel;
@@ -26,7 +28,7 @@ mod skel;
 pub use config::ProbeConfig;
 pub use environment::{check_kernel_btf, ensure_tracefs, KERNEL_BTF, TRACEFS};
 pub use error::ProbeError;
-pub use event::{PageCacheEvent, ProbeEvent, SyscallEvent};
+pub use event::{PacketEvent, PageCacheEvent, ProbeEvent, SyscallEvent};
 pub use loader::{ProbeHandle, ProbeStats};
 
 /// x86_64 syscall number of `pread64`.

@@ -17,10 +17,11 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
-use libbpf_rs::{MapCore, MapFlags, MapMut, OpenObject, RingBufferBuilder};
+use libbpf_rs::{AsRawLibbpf, Link, MapCore, MapFlags, MapMut, OpenObject, RingBufferBuilder};
 
 use crate::environment::{check_kernel_btf, ensure_tracefs};
-use crate::event::{PageCacheEvent, ProbeEvent, RawEvent, SyscallEvent};
+use crate::event::{PacketEvent, PageCacheEvent, ProbeEvent, RawEvent, SyscallEvent};
+use crate::skel::packet::{PacketSkel, PacketSkelBuilder};
 use crate::skel::page_cache::{PageCacheSkel, PageCacheSkelBuilder};
 use crate::skel::syscall_latency::{SyscallLatencySkel, SyscallLatencySkelBuilder};
 use crate::{ProbeConfig, ProbeError};
@@ -37,18 +38,22 @@ pub struct ProbeStats {
     pub syscall_events: u64,
     /// Page-cache events received from the kernel.
     pub page_cache_events: u64,
+    /// Packet events received from the kernel.
+    pub packet_events: u64,
     /// Syscall events the kernel dropped because the ring buffer was full.
     pub syscall_kernel_drops: u64,
     /// Page-cache events the kernel dropped because the ring buffer was full.
     pub page_cache_kernel_drops: u64,
+    /// Packet events the kernel dropped because the ring buffer was full.
+    pub packet_kernel_drops: u64,
     /// Events received but dropped because the output channel was full.
     pub channel_drops: u64,
 }
 
 impl ProbeStats {
-    /// Events lost in the kernel (both probes).
+    /// Events lost in the kernel (every probe).
     pub fn kernel_drops(&self) -> u64 {
-        self.syscall_kernel_drops + self.page_cache_kernel_drops
+        self.syscall_kernel_drops + self.page_cache_kernel_drops + self.packet_kernel_drops
     }
 }
 
@@ -56,8 +61,10 @@ impl ProbeStats {
 struct SharedStats {
     syscall_events: AtomicU64,
     page_cache_events: AtomicU64,
+    packet_events: AtomicU64,
     syscall_kernel_drops: AtomicU64,
     page_cache_kernel_drops: AtomicU64,
+    packet_kernel_drops: AtomicU64,
     channel_drops: AtomicU64,
 }
 
@@ -66,8 +73,10 @@ impl SharedStats {
         ProbeStats {
             syscall_events: self.syscall_events.load(Ordering::Relaxed),
             page_cache_events: self.page_cache_events.load(Ordering::Relaxed),
+            packet_events: self.packet_events.load(Ordering::Relaxed),
             syscall_kernel_drops: self.syscall_kernel_drops.load(Ordering::Relaxed),
             page_cache_kernel_drops: self.page_cache_kernel_drops.load(Ordering::Relaxed),
+            packet_kernel_drops: self.packet_kernel_drops.load(Ordering::Relaxed),
             channel_drops: self.channel_drops.load(Ordering::Relaxed),
         }
     }
@@ -89,14 +98,18 @@ impl ProbeHandle {
     ///
     /// Returns once the probes are attached: events of anything the target
     /// does afterwards are captured. Fails with an error naming the fix when
-    /// the machine cannot load them (not root, no BTF, no tracefs).
+    /// the machine cannot load them (not root, no BTF, no tracefs, no such
+    /// interface).
     pub fn start(
         config: ProbeConfig,
         out: Sender<Vec<ProbeEvent>>,
     ) -> Result<ProbeHandle, ProbeError> {
         validate(&config)?;
         check_kernel_btf()?;
-        ensure_tracefs(config.mount_tracefs)?;
+        // Only the tracepoint probes need tracefs; the packet probe is a tcx link.
+        if config.syscalls || config.page_cache {
+            ensure_tracefs(config.mount_tracefs)?;
+        }
 
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(SharedStats::default());
@@ -171,7 +184,7 @@ impl Drop for ProbeHandle {
 }
 
 fn validate(config: &ProbeConfig) -> Result<(), ProbeError> {
-    if !config.syscalls && !config.page_cache {
+    if !config.syscalls && !config.page_cache && config.packets.is_none() {
         return Err(ProbeError::InvalidConfig("no probe selected".to_string()));
     }
     let rb = config.ring_buffer_bytes;
@@ -211,9 +224,15 @@ fn consume(
     let tid = gettid();
     let mut syscall_obj = MaybeUninit::uninit();
     let mut page_cache_obj = MaybeUninit::uninit();
+    let mut packet_obj = MaybeUninit::uninit();
     let mut excluded = config.excluded_tids.clone();
     excluded.push(tid);
-    let probes = match Probes::attach(&config, &excluded, &mut syscall_obj, &mut page_cache_obj) {
+    let objects = Objects {
+        syscall: &mut syscall_obj,
+        page_cache: &mut page_cache_obj,
+        packet: &mut packet_obj,
+    };
+    let probes = match Probes::attach(&config, &excluded, objects) {
         Ok(p) => p,
         Err(e) => {
             // The caller waits on `ready`; if it is gone there is no one to tell.
@@ -242,19 +261,34 @@ fn consume(
     result
 }
 
+/// Storage of the opened BPF objects (the skeletons borrow it).
+struct Objects<'obj> {
+    syscall: &'obj mut MaybeUninit<OpenObject>,
+    page_cache: &'obj mut MaybeUninit<OpenObject>,
+    packet: &'obj mut MaybeUninit<OpenObject>,
+}
+
 /// The loaded and attached BPF objects.
 struct Probes<'obj> {
     syscall: Option<SyscallLatencySkel<'obj>>,
     page_cache: Option<PageCacheSkel<'obj>>,
+    /// The tcx link: dropping it (also when the process dies) detaches the
+    /// packet program; no qdisc is created, so nothing is left behind.
+    packet_link: Option<Link>,
+    packet: Option<PacketSkel<'obj>>,
 }
 
 impl<'obj> Probes<'obj> {
     fn attach(
         config: &ProbeConfig,
         excluded: &[u32],
-        syscall_obj: &'obj mut MaybeUninit<OpenObject>,
-        page_cache_obj: &'obj mut MaybeUninit<OpenObject>,
+        objects: Objects<'obj>,
     ) -> Result<Probes<'obj>, ProbeError> {
+        let Objects {
+            syscall: syscall_obj,
+            page_cache: page_cache_obj,
+            packet: packet_obj,
+        } = objects;
         let target = config.target_tgid.unwrap_or(0);
         let err = |step: &str| {
             let step = step.to_string();
@@ -263,6 +297,8 @@ impl<'obj> Probes<'obj> {
         let mut probes = Probes {
             syscall: None,
             page_cache: None,
+            packet_link: None,
+            packet: None,
         };
         if config.syscalls {
             let mut open = SyscallLatencySkelBuilder::default()
@@ -306,6 +342,30 @@ impl<'obj> Probes<'obj> {
                 .map_err(err("attaching filemap/mm_filemap_add_to_page_cache"))?;
             probes.page_cache = Some(skel);
         }
+        if let Some(port) = config.packets {
+            let ifindex = interface_index(&config.packet_interface)?;
+            let mut open = PacketSkelBuilder::default()
+                .open(packet_obj)
+                .map_err(err("opening packet"))?;
+            let rodata = open
+                .maps
+                .rodata_data
+                .as_deref_mut()
+                .ok_or_else(|| missing_rodata("packet"))?;
+            rodata.target_port = port;
+            rodata.wakeup_bytes = config.wakeup_bytes;
+            open.maps
+                .events
+                .set_max_entries(config.ring_buffer_bytes)
+                .map_err(err("sizing the packet ring buffer"))?;
+            let skel = open.load().map_err(err("loading packet"))?;
+            probes.packet_link = Some(attach_tcx_ingress(
+                &skel.progs.handle_ingress,
+                ifindex,
+                &config.packet_interface,
+            )?);
+            probes.packet = Some(skel);
+        }
         Ok(probes)
     }
 
@@ -330,7 +390,60 @@ impl<'obj> Probes<'obj> {
                 .page_cache_kernel_drops
                 .store(sum_percpu(&s.maps.drops)?, Ordering::Relaxed);
         }
+        if let Some(s) = &self.packet {
+            stats
+                .packet_kernel_drops
+                .store(sum_percpu(&s.maps.drops)?, Ordering::Relaxed);
+        }
         Ok(())
+    }
+}
+
+/// The index of network interface `name`.
+fn interface_index(name: &str) -> Result<i32, ProbeError> {
+    let c = std::ffi::CString::new(name)
+        .map_err(|_| ProbeError::InvalidConfig(format!("interface name {name:?} has a NUL")))?;
+    // SAFETY: `c` is a valid NUL-terminated string for the call.
+    let index = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    if index == 0 {
+        return Err(ProbeError::InvalidConfig(format!(
+            "no network interface named {name:?}: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    i32::try_from(index)
+        .map_err(|_| ProbeError::InvalidConfig(format!("interface index {index} out of range")))
+}
+
+/// Attaches `prog` at the tcx ingress hook of `ifindex` (kernel 6.6+).
+/// libbpf-rs 0.27 has no wrapper for tcx, so this calls libbpf directly.
+fn attach_tcx_ingress(
+    prog: &libbpf_rs::ProgramMut<'_>,
+    ifindex: i32,
+    interface: &str,
+) -> Result<Link, ProbeError> {
+    let step = format!("attaching the packet probe at tcx ingress of {interface}");
+    // SAFETY: the program pointer is valid while the skeleton lives (the
+    // caller keeps both); NULL options ask for the defaults.
+    let link = unsafe {
+        libbpf_sys::bpf_program__attach_tcx(
+            prog.as_libbpf_object().as_ptr(),
+            ifindex,
+            std::ptr::null(),
+        )
+    };
+    match std::ptr::NonNull::new(link) {
+        // SAFETY: libbpf returned a valid link that we now own.
+        Some(link) => Ok(unsafe { Link::from_ptr(link) }),
+        None => {
+            let e = std::io::Error::last_os_error();
+            let detail = format!("{e} (tcx needs Linux 6.6 or newer)");
+            if e.kind() == std::io::ErrorKind::PermissionDenied {
+                Err(ProbeError::PermissionDenied { step, detail })
+            } else {
+                Err(ProbeError::Libbpf { step, detail })
+            }
+        }
     }
 }
 
@@ -436,6 +549,19 @@ fn poll_loop(
                 0
             })
             .map_err(|e| ProbeError::libbpf("adding the page-cache ring buffer", e))?;
+    }
+    if let Some(s) = &probes.packet {
+        let b = batcher.clone();
+        builder
+            .add(&s.maps.events, move |data: &[u8]| {
+                if let Some(e) = PacketEvent::read(data) {
+                    let mut b = b.borrow_mut();
+                    b.stats.packet_events.fetch_add(1, Ordering::Relaxed);
+                    b.push(ProbeEvent::Packet(e));
+                }
+                0
+            })
+            .map_err(|e| ProbeError::libbpf("adding the packet ring buffer", e))?;
     }
     let ring = builder
         .build()

@@ -9,3 +9,7 @@ pub(crate) mod syscall_latency {
 pub(crate) mod page_cache {
     include!(concat!(env!("OUT_DIR"), "/page_cache.skel.rs"));
 }
+
+pub(crate) mod packet {
+    include!(concat!(env!("OUT_DIR"), "/packet.skel.rs"));
+}

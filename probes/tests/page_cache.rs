@@ -48,7 +48,7 @@ fn reading_an_evicted_file_yields_page_cache_events_for_its_inode() {
         .flatten()
         .filter_map(|e| match e {
             ProbeEvent::PageCache(p) => Some(p),
-            ProbeEvent::Syscall(_) => None,
+            ProbeEvent::Syscall(_) | ProbeEvent::Packet(_) => None,
         })
         .collect();
     assert_eq!(stats.kernel_drops(), 0, "{stats:?}");

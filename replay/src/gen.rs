@@ -1,9 +1,16 @@
-//! Synthetic recordings shaped like the RocksDB workload's phases.
+//! Synthetic recordings shaped like the RocksDB or Valkey workload's phases.
 //!
+//! RocksDB (`--workload rocksdb`):
 //! - **P1**: application KV ops only, 90 % reads and 10 % writes.
 //! - **P2**: P1 plus syscall records: per KV op on average 0.8 `pread64` (nr 17),
 //!   0.3 `write` (1), 0.2 `futex` (202), 0.05 `fsync` (74) and 0.1 `read` (0).
 //! - **P3**: P2 plus page-cache insertions, 0.3 per KV op on average.
+//!
+//! Valkey (`--workload valkey`), shaped like a live valkey-workload run on loopback:
+//! - **P1**: requests, 50 % reads and 50 % updates (YCSB A), ~30 µs median.
+//! - **P2**: P1 plus the server's syscalls: per request 1 `read` (0), 1
+//!   `write` (1, the reply) and 0.4 `epoll_wait` (232).
+//! - **P3**: P2 plus 2 packets per request (request to port 6379 and reply).
 //!
 //! `rate` is KV ops per second; other kinds scale with it as above.
 //! Latencies are heavy tailed: a lognormal body with a Pareto tail (scale 4x
@@ -20,8 +27,8 @@
 use std::path::Path;
 
 use telemetry::{
-    Batch, KvOp, KvOpKind, PageCache, Record, RecordingError, RecordingHeader, RecordingWriter,
-    Syscall,
+    Batch, KvOp, KvOpKind, Packet, PageCache, Record, RecordingError, RecordingHeader,
+    RecordingWriter, Syscall,
 };
 
 use crate::rng::SplitMix64;
@@ -53,6 +60,8 @@ impl Phase {
 pub enum Workload {
     /// The RocksDB key-value workload.
     Rocksdb,
+    /// The Valkey server workload.
+    Valkey,
 }
 
 impl Workload {
@@ -60,9 +69,59 @@ impl Workload {
     pub fn name(self) -> &'static str {
         match self {
             Workload::Rocksdb => "rocksdb",
+            Workload::Valkey => "valkey",
+        }
+    }
+
+    fn shape(self) -> &'static Shape {
+        match self {
+            Workload::Rocksdb => &ROCKSDB,
+            Workload::Valkey => &VALKEY,
         }
     }
 }
+
+/// What the P3 phase adds to P2.
+enum P3Extra {
+    /// Page-cache insertions, this many per KV op on average.
+    PageCache(f64),
+    /// Packets to and from `server_port`, this many per KV op.
+    Packets { per_op: f64, server_port: u16 },
+}
+
+/// The statistical shape of a workload's records.
+struct Shape {
+    read_fraction: f64,
+    /// (median µs, sigma) of reads and of writes.
+    read_latency: (f64, f64),
+    write_latency: (f64, f64),
+    /// Syscalls emitted in P2/P3: (number, mean count per KV op, median µs, sigma).
+    syscalls: &'static [(u32, f64, f64, f64)],
+    p3: P3Extra,
+}
+
+const ROCKSDB: Shape = Shape {
+    read_fraction: READ_FRACTION,
+    read_latency: (8.0, 0.45),
+    write_latency: (15.0, 0.5),
+    syscalls: &SYSCALLS,
+    p3: P3Extra::PageCache(PAGE_CACHE_PER_OP),
+};
+
+const VALKEY: Shape = Shape {
+    read_fraction: 0.5,
+    read_latency: (30.0, 0.5),
+    write_latency: (32.0, 0.5),
+    syscalls: &[
+        (0, 1.0, 2.0, 0.5),
+        (1, 1.0, 6.0, 0.6),
+        (232, 0.4, 20.0, 1.0),
+    ],
+    p3: P3Extra::Packets {
+        per_op: 2.0,
+        server_port: 6379,
+    },
+};
 
 /// Generator parameters.
 #[derive(Debug, Clone)]
@@ -125,6 +184,7 @@ const PID: u32 = 4242;
 struct Gen {
     rng: SplitMix64,
     phase: Phase,
+    shape: &'static Shape,
     bursts: Vec<(u64, u64)>,
 }
 
@@ -159,11 +219,11 @@ impl Gen {
         let mut starts: Vec<u64> = (0..n_kv).map(|_| t0 + self.rng.below(tick_us)).collect();
         starts.sort_unstable();
         for s in starts {
-            let read = self.rng.chance(READ_FRACTION);
-            let (op, median, sigma) = if read {
-                (KvOpKind::Read, 8.0, 0.45)
+            let read = self.rng.chance(self.shape.read_fraction);
+            let (op, (median, sigma)) = if read {
+                (KvOpKind::Read, self.shape.read_latency)
             } else {
-                (KvOpKind::Write, 15.0, 0.5)
+                (KvOpKind::Write, self.shape.write_latency)
             };
             let duration_us = self.latency(s, median, sigma);
             out.push(Record::KvOp(KvOp {
@@ -174,7 +234,7 @@ impl Gen {
             }));
         }
         if self.phase != Phase::P1 {
-            for &(nr, per_op, median, sigma) in &SYSCALLS {
+            for &(nr, per_op, median, sigma) in self.shape.syscalls {
                 let n = self.count(kv_per_tick * per_op);
                 let mut starts: Vec<u64> = (0..n).map(|_| t0 + self.rng.below(tick_us)).collect();
                 starts.sort_unstable();
@@ -191,33 +251,71 @@ impl Gen {
                 }
             }
         }
-        if self.phase == Phase::P3 {
-            let n = self.count(kv_per_tick * PAGE_CACHE_PER_OP);
-            let mut ts: Vec<u64> = (0..n).map(|_| t0 + self.rng.below(tick_us)).collect();
-            ts.sort_unstable();
-            for t in ts {
-                let inode = 1000 + self.rng.below(64);
-                out.push(Record::PageCache(PageCache {
-                    pid: PID,
-                    tid: PID + 1 + self.rng.below(u64::from(THREADS)) as u32,
-                    timestamp_us: t,
-                    pfn: self.rng.below(1 << 24),
-                    inode,
-                    index: self.rng.below(1 << 18),
-                    device: 0x0803,
-                }));
-            }
+        if self.phase != Phase::P3 {
+            return;
+        }
+        match self.shape.p3 {
+            P3Extra::PageCache(per_op) => self.page_cache(t0, tick_us, kv_per_tick * per_op, out),
+            P3Extra::Packets {
+                per_op,
+                server_port,
+            } => self.packets(t0, tick_us, kv_per_tick * per_op, server_port, out),
+        }
+    }
+
+    fn packets(&mut self, t0: u64, tick_us: u64, mean: f64, port: u16, out: &mut Vec<Record>) {
+        let n = self.count(mean);
+        let mut ts: Vec<u64> = (0..n).map(|_| t0 + self.rng.below(tick_us)).collect();
+        ts.sort_unstable();
+        let lo = std::net::Ipv4Addr::LOCALHOST.to_ipv6_mapped().octets();
+        for t in ts {
+            let client = 40_000 + self.rng.below(u64::from(THREADS)) as u16;
+            let to_server = self.rng.chance(0.5);
+            let (src_port, dst_port) = if to_server {
+                (client, port)
+            } else {
+                (port, client)
+            };
+            out.push(Record::Packet(Packet {
+                src_addr: lo,
+                dst_addr: lo,
+                src_port,
+                dst_port,
+                length: 66 + self.rng.below(140) as u32,
+                timestamp_us: t,
+            }));
+        }
+    }
+
+    fn page_cache(&mut self, t0: u64, tick_us: u64, mean: f64, out: &mut Vec<Record>) {
+        let n = self.count(mean);
+        let mut ts: Vec<u64> = (0..n).map(|_| t0 + self.rng.below(tick_us)).collect();
+        ts.sort_unstable();
+        for t in ts {
+            let inode = 1000 + self.rng.below(64);
+            out.push(Record::PageCache(PageCache {
+                pid: PID,
+                tid: PID + 1 + self.rng.below(u64::from(THREADS)) as u32,
+                timestamp_us: t,
+                pfn: self.rng.below(1 << 24),
+                inode,
+                index: self.rng.below(1 << 18),
+                device: 0x0803,
+            }));
         }
     }
 }
 
 /// Mean records per KV op in a phase.
-fn records_per_op(phase: Phase) -> f64 {
-    let sys: f64 = SYSCALLS.iter().map(|s| s.1).sum();
+fn records_per_op(shape: &Shape, phase: Phase) -> f64 {
+    let sys: f64 = shape.syscalls.iter().map(|s| s.1).sum();
+    let extra = match shape.p3 {
+        P3Extra::PageCache(per_op) | P3Extra::Packets { per_op, .. } => per_op,
+    };
     match phase {
         Phase::P1 => 1.0,
         Phase::P2 => 1.0 + sys,
-        Phase::P3 => 1.0 + sys + PAGE_CACHE_PER_OP,
+        Phase::P3 => 1.0 + sys + extra,
     }
 }
 
@@ -247,7 +345,7 @@ pub fn generate<E>(
 ) -> Result<GenSummary, E> {
     let duration_us = (cfg.duration_s.max(0.0) * 1e6) as u64;
     let rate = cfg.rate.max(0.0);
-    let per_op = records_per_op(cfg.phase);
+    let per_op = records_per_op(cfg.workload.shape(), cfg.phase);
     let records_per_s = rate * per_op;
     let tick_us = if records_per_s > 0.0 {
         ((cfg.batch_size.max(1) as f64 / records_per_s) * 1e6).clamp(100.0, 1_000_000.0) as u64
@@ -273,6 +371,7 @@ pub fn generate<E>(
     let mut g = Gen {
         rng,
         phase: cfg.phase,
+        shape: cfg.workload.shape(),
         bursts,
     };
     let mut summary = GenSummary::default();
@@ -388,5 +487,53 @@ mod tests {
             ..GenConfig::default()
         });
         assert_ne!(a.0, b.0);
+    }
+}
+
+#[cfg(test)]
+mod valkey_tests {
+    use super::*;
+
+    #[test]
+    fn valkey_phases_have_their_kinds() {
+        for phase in [Phase::P1, Phase::P2, Phase::P3] {
+            let cfg = GenConfig {
+                workload: Workload::Valkey,
+                phase,
+                duration_s: 2.0,
+                rate: 5000.0,
+                ..GenConfig::default()
+            };
+            let mut recs = Vec::new();
+            generate::<()>(&cfg, |b| {
+                recs.extend_from_slice(&b.records);
+                Ok(())
+            })
+            .unwrap();
+            let kv = recs.iter().filter(|r| matches!(r, Record::KvOp(_))).count();
+            let reads = recs
+                .iter()
+                .filter(|r| matches!(r, Record::KvOp(k) if k.op == KvOpKind::Read))
+                .count();
+            assert!((9000..11000).contains(&kv), "kv {kv}");
+            assert!((reads as f64 / kv as f64 - 0.5).abs() < 0.03);
+            let writes = recs
+                .iter()
+                .filter(|r| matches!(r, Record::Syscall(s) if s.nr == 1))
+                .count();
+            let packets: Vec<&Packet> = recs
+                .iter()
+                .filter_map(|r| match r {
+                    Record::Packet(p) => Some(p),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(writes > 0, phase != Phase::P1);
+            assert_eq!(!packets.is_empty(), phase == Phase::P3);
+            assert!(packets
+                .iter()
+                .all(|p| p.src_port == 6379 || p.dst_port == 6379));
+            assert!(!recs.iter().any(|r| matches!(r, Record::PageCache(_))));
+        }
     }
 }

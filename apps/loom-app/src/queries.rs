@@ -1,5 +1,7 @@
 //! The workload questions asked of the store.
 
+mod valkey;
+
 use std::time::{Duration, Instant};
 
 use loom::{IndexMode, Reader, SourceId};
@@ -14,6 +16,12 @@ pub enum Query {
     RocksdbP2,
     /// Count of page-cache events.
     RocksdbP3,
+    /// KV reads slower than their p99.99.
+    ValkeyP1,
+    /// P1 plus `sendto` (and `write`) calls slower than their p99.99.
+    ValkeyP2,
+    /// The slowest KV read and the packets within ±5 s of it.
+    ValkeyP3,
     /// Count of KV reads slower than 80 µs, no index.
     AblationNoindex,
     /// Same, time index only.
@@ -36,6 +44,9 @@ impl Query {
             Query::RocksdbP1 => "rocksdb-p1",
             Query::RocksdbP2 => "rocksdb-p2",
             Query::RocksdbP3 => "rocksdb-p3",
+            Query::ValkeyP1 => "valkey-p1",
+            Query::ValkeyP2 => "valkey-p2",
+            Query::ValkeyP3 => "valkey-p3",
             Query::AblationNoindex => "ablation-noindex",
             Query::AblationOnlytime => "ablation-onlytime",
             Query::AblationOnlyrange => "ablation-onlyrange",
@@ -103,6 +114,9 @@ pub fn run(reader: &Reader, q: Query, t0: u64, t1: u64) -> Option<loom::Result<A
     let start = Instant::now();
     let r = match q {
         Query::ProbeEffect => return None,
+        Query::ValkeyP1 => valkey::p1(&reader.snapshot(), t0, t1),
+        Query::ValkeyP2 => valkey::p2(&reader.snapshot(), t0, t1),
+        Query::ValkeyP3 => valkey::p3(&reader.snapshot(), t0, t1),
         Query::RocksdbP1 => latency_answer(reader, source::kv(KvOpKind::Read), "KV read", t0, t1),
         Query::RocksdbP2 => {
             latency_answer(reader, source::syscall(Syscall::PREAD64), "pread64", t0, t1)

@@ -3,18 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Where telemetry batches go.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Destination {
-    /// Counted and discarded (the probe-effect denominator).
-    Noop,
-    /// Wire frames over one TCP connection to this address (`host:port`).
-    Tcp(String),
-    /// Wire frames appended to a file, exactly as they would go over TCP.
-    RawToFile(PathBuf),
-    /// A recording file in the telemetry recording format.
-    Recording(PathBuf),
-}
+pub use workload_pipeline::Destination;
 
 /// The workload's settings; see each field for its default.
 #[derive(Debug, Clone)]

@@ -29,12 +29,9 @@ pub enum WorkloadError {
     /// The eBPF probes could not be loaded (the message names the fix).
     #[error("probes: {0}")]
     Probes(#[from] probes::ProbeError),
-    /// Sending frames over TCP or into a raw file failed.
-    #[error("sending telemetry: {0}")]
-    Wire(#[from] telemetry::WireError),
-    /// Writing the recording file failed.
-    #[error("writing the recording: {0}")]
-    Recording(#[from] telemetry::RecordingError),
+    /// Delivering telemetry to the destination failed.
+    #[error(transparent)]
+    Telemetry(#[from] workload_pipeline::PipelineError),
     /// A thread of the workload panicked.
     #[error("the {0} thread panicked")]
     ThreadPanicked(&'static str),

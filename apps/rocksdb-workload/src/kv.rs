@@ -8,9 +8,8 @@ use std::time::Instant;
 use rocksdb::{Options, WriteOptions, DB};
 use telemetry::{KvOp, KvOpKind, Record};
 
-use crate::clock::{gettid, monotonic_ns};
-use crate::pipeline::RecordBuffer;
 use crate::{WorkloadConfig, WorkloadError};
+use workload_pipeline::{gettid, monotonic_ns, RecordBuffer};
 
 /// Worker threads add their operation count to the shared total this often.
 const OPS_FLUSH_EVERY: u64 = 64;

@@ -9,14 +9,10 @@
 //! for the configured duration. Record timestamps are µs since the end of the
 //! warmup, on CLOCK_MONOTONIC (the probes' clock).
 
-mod clock;
 mod config;
 mod error;
 mod kv;
-mod pipeline;
-mod sink;
 
-use std::fmt;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -26,10 +22,10 @@ use std::time::{Duration, Instant};
 use probes::{ProbeConfig, ProbeHandle, ProbeStats};
 use telemetry::RecordingHeader;
 
-pub use clock::{monotonic_ns, Epoch};
 pub use config::{Destination, WorkloadConfig};
 pub use error::WorkloadError;
-pub use pipeline::{probe_record, Counters, RecordBuffer};
+use workload_pipeline::{gettid, open_sink, run_sender};
+pub use workload_pipeline::{monotonic_ns, probe_record, Counters, Epoch, Progress, RecordBuffer};
 
 use kv::WorkerShared;
 
@@ -37,36 +33,6 @@ use kv::WorkerShared;
 const DROP_CACHES: &str = "/proc/sys/vm/drop_caches";
 /// Batches the probe consumer may queue for the sender before dropping.
 const PROBE_CHANNEL_BATCHES: usize = 4096;
-
-/// Counts of one progress interval (about a second) of the measured run.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Progress {
-    /// Interval number, from 1.
-    pub second: u64,
-    /// KV op records sent in the interval.
-    pub app: u64,
-    /// Syscall records sent in the interval.
-    pub syscall: u64,
-    /// Page-cache records sent in the interval.
-    pub page_cache: u64,
-    /// All records sent in the interval.
-    pub total: u64,
-    /// Records dropped in the interval (full channels and kernel ring buffers).
-    pub dropped: u64,
-    /// RocksDB operations completed in the interval.
-    pub ops: u64,
-}
-
-impl fmt::Display for Progress {
-    /// The stable progress line parsed by `figures/`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "Count: {} App: {}, Syscall: {}, Page cache: {}, Count: {}, Dropped: {}",
-            self.second, self.app, self.syscall, self.page_cache, self.total, self.dropped
-        )
-    }
-}
 
 /// Totals of a finished run.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -235,7 +201,7 @@ fn measure(
             config.page_cache
         ),
     };
-    let sink = sink::open(&config.destination, &header)?;
+    let sink = open_sink(&config.destination, &header)?;
     let (probe_tx, probe_rx) = crossbeam_channel::bounded(PROBE_CHANNEL_BATCHES);
     let (tid_tx, tid_rx) = crossbeam_channel::bounded(1);
     let sender = {
@@ -243,8 +209,8 @@ fn measure(
         std::thread::Builder::new()
             .name("telemetry-sender".to_string())
             .spawn(move || {
-                let _ = tid_tx.send(clock::gettid());
-                pipeline::run_sender(sink, app_rx, probe_rx, epoch, counters)
+                let _ = tid_tx.send(gettid());
+                Ok(run_sender(sink, app_rx, probe_rx, epoch, counters)?)
             })
             .map_err(WorkloadError::io("spawning the sender thread"))?
     };
@@ -258,7 +224,7 @@ fn measure(
             page_cache: config.page_cache,
             target_tgid: Some(std::process::id()),
             // The controller (this thread) and the sender are the collector, not the app.
-            excluded_tids: vec![clock::gettid(), sender_tid],
+            excluded_tids: vec![gettid(), sender_tid],
             ..ProbeConfig::default()
         };
         match ProbeHandle::start(probe_config, probe_tx) {
@@ -311,6 +277,7 @@ fn measure(
             app: sent.0 - last_sent.0,
             syscall: sent.1 - last_sent.1,
             page_cache: sent.2 - last_sent.2,
+            packet: None,
             total: (sent.0 + sent.1 + sent.2) - (last_sent.0 + last_sent.1 + last_sent.2),
             dropped: dropped - last_dropped,
             ops: ops - last_ops,

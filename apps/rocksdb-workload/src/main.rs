@@ -4,18 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Parser, ValueEnum};
+use clap::Parser;
 use rocksdb_workload::{Destination, WorkloadConfig};
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum Alternative {
-    /// Count and discard.
-    Noop,
-    /// Frames over TCP to --addr.
-    Tcp,
-    /// Frames appended to --output-path.
-    RawToFile,
-}
+use workload_pipeline::Alternative;
 
 /// Embedded RocksDB under a read-mostly load, sending KV op (and optionally
 /// syscall and page-cache) telemetry to a destination.
@@ -76,23 +67,14 @@ struct Args {
     batch_size: usize,
 }
 
-fn destination(args: &Args) -> Result<Destination, String> {
-    match (args.alternative_recording, &args.output_path) {
-        (Some(Alternative::Noop), _) => Ok(Destination::Noop),
-        (Some(Alternative::Tcp), _) => Ok(Destination::Tcp(args.addr.clone())),
-        (Some(Alternative::RawToFile), Some(p)) => Ok(Destination::RawToFile(p.clone())),
-        (Some(Alternative::RawToFile), None) => Err("raw-to-file needs --output-path".to_string()),
-        (None, Some(p)) => Ok(Destination::Recording(p.clone())),
-        (None, None) => Err(
-            "give --output-path FILE or --alternative-recording noop|tcp|raw-to-file".to_string(),
-        ),
-    }
-}
-
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let args = Args::parse();
-    let destination = match destination(&args) {
+    let destination = match Destination::from_flags(
+        args.alternative_recording,
+        &args.addr,
+        args.output_path.as_ref(),
+    ) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("rocksdb-workload: {e}");

@@ -30,6 +30,20 @@ struct page_cache_event {
 	__u32 order;  /* folio order: the insertion covers 1 << order pages */
 };
 
+/* One IPv4 or IPv6 TCP/UDP packet seen at TC ingress of an interface.
+ * Addresses are IPv6 bytes, IPv4 as IPv4-mapped (::ffff:a.b.c.d), ports in
+ * host byte order, length the whole frame (skb->len, link header included;
+ * a GSO super-packet counts once with its full length). Layout = the 48-byte
+ * telemetry packet record with time_ns in place of timestamp_us. */
+struct packet_event {
+	__u8 src_addr[16];
+	__u8 dst_addr[16];
+	__u16 src_port;
+	__u16 dst_port;
+	__u32 length;
+	__u64 time_ns;
+};
+
 /* Size of the excluded-tid map (collector threads that must not be traced). */
 #define MAX_EXCLUDED_TIDS 1024
 

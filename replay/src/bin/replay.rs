@@ -20,7 +20,7 @@ enum Cmd {
         /// Workload to imitate.
         #[arg(long, value_enum, default_value = "rocksdb")]
         workload: Workload,
-        /// Phase: p1 = KV ops, p2 = + syscalls, p3 = + page cache.
+        /// Phase: p1 = KV ops, p2 = + syscalls, p3 = + page cache (rocksdb) or packets (valkey).
         #[arg(long, value_enum)]
         phase: Phase,
         /// Recording length in seconds.

@@ -12,7 +12,7 @@ use telemetry::{Batch, Record};
 
 use crate::clock::Epoch;
 use crate::sink::Sink;
-use crate::WorkloadError;
+use crate::PipelineError;
 
 /// The sender flushes its sink after this long without new batches.
 const IDLE_FLUSH: Duration = Duration::from_millis(20);
@@ -26,6 +26,8 @@ pub struct Counters {
     pub syscall_sent: AtomicU64,
     /// Page-cache records handed to the sink.
     pub page_cache_sent: AtomicU64,
+    /// Packet records handed to the sink.
+    pub packet_sent: AtomicU64,
     /// Application records dropped because the channel was full.
     pub app_dropped: AtomicU64,
 }
@@ -36,6 +38,7 @@ impl Counters {
         self.kv_sent.load(Ordering::Relaxed)
             + self.syscall_sent.load(Ordering::Relaxed)
             + self.page_cache_sent.load(Ordering::Relaxed)
+            + self.packet_sent.load(Ordering::Relaxed)
     }
 }
 
@@ -105,7 +108,7 @@ pub fn run_sender(
     probes: Receiver<Vec<ProbeEvent>>,
     epoch: Epoch,
     counters: Arc<Counters>,
-) -> Result<(), WorkloadError> {
+) -> Result<(), PipelineError> {
     let mut app_rx = Some(app);
     let mut probe_rx = Some(probes);
     let closed = never();
@@ -129,17 +132,19 @@ pub fn run_sender(
                 Ok(events) => {
                     batch.arrival_us = epoch.us_now();
                     batch.records.clear();
-                    let (mut sys, mut pc) = (0u64, 0u64);
+                    let (mut sys, mut pc, mut pk) = (0u64, 0u64, 0u64);
                     for e in &events {
                         match e {
                             ProbeEvent::Syscall(_) => sys += 1,
                             ProbeEvent::PageCache(_) => pc += 1,
+                            ProbeEvent::Packet(_) => pk += 1,
                         }
                         batch.records.push(probe_record(e, &epoch));
                     }
                     sink.write(&batch)?;
                     counters.syscall_sent.fetch_add(sys, Ordering::Relaxed);
                     counters.page_cache_sent.fetch_add(pc, Ordering::Relaxed);
+                    counters.packet_sent.fetch_add(pk, Ordering::Relaxed);
                 }
                 Err(_) => probe_rx = None,
             },

@@ -1,0 +1,270 @@
+//! The Valkey questions, end to end: a live P3 recording made here (real
+//! server, real probes) is replayed into the real `loom-app` (event
+//! timestamps, one fixed window), and its valkey-p1..p3 answers equal brute
+//! force over the same recording: the slowest read and exactly the packets
+//! within ±5 s of it, all of the server's port.
+//!
+//! Brute force stores each record as loom-app does with `--timestamps
+//! event`: at its own time, raised to its source's previous time when it
+//! arrives out of order (requests of several clients interleave).
+//!
+//! Needs root, redis-server or valkey-server, and the `loom-app` binary next
+//! to this test's profile directory (`cargo build --release -p loom-app`, or
+//! `make test`).
+
+mod common;
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use replay::stats::percentile_nearest_rank;
+use replay::tcp::{connect_with_retry, run, ReplayConfig};
+use telemetry::{KvOpKind, Packet, Record};
+use valkey_workload::{Destination, WorkloadConfig};
+
+const T0: u64 = 2_000_000;
+const T1: u64 = 7_000_000;
+const PACKET_WINDOW_US: u64 = 5_000_000;
+
+fn loom_app_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let bin = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .map(|profile| profile.join("loom-app"))
+        .expect("profile directory");
+    assert!(
+        bin.exists(),
+        "{} is missing: build it first (cargo build --release -p loom-app, or make test)",
+        bin.display()
+    );
+    bin
+}
+
+/// Whether this loom-app has `--event-offset-us` (stores event times shifted
+/// onto the wall clock by default).
+fn supports_event_offset(bin: &std::path::Path) -> bool {
+    Command::new(bin)
+        .arg("--help")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains("--event-offset-us"))
+        .unwrap_or(false)
+}
+
+fn fields(line: &str) -> HashMap<String, String> {
+    line.split_whitespace()
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn show(v: Option<u64>) -> String {
+    v.map_or_else(|| "none".to_string(), |v| v.to_string())
+}
+
+/// (count, p99.99, slower than it) of `sorted` latencies.
+fn tail(sorted: &[u64]) -> (String, String, String) {
+    let p = percentile_nearest_rank(sorted, 0.9999);
+    let slower = p.map_or(0, |p| sorted.iter().filter(|&&d| d > p).count());
+    (sorted.len().to_string(), show(p), slower.to_string())
+}
+
+#[derive(Default)]
+struct Stored {
+    /// (stored ts, latency) of KV reads.
+    reads: Vec<(u64, u64)>,
+    /// (stored ts, latency) of syscalls by number.
+    syscalls: HashMap<u32, Vec<(u64, u64)>>,
+    /// (stored ts, packet).
+    packets: Vec<(u64, Packet)>,
+    total: u64,
+}
+
+/// Every record at the timestamp loom-app stores it under (see the module doc).
+fn stored(batches: &[telemetry::Batch]) -> Stored {
+    let mut last: HashMap<u64, u64> = HashMap::new();
+    let mut s = Stored::default();
+    for b in batches {
+        for r in &b.records {
+            s.total += 1;
+            let prev = last.entry(r.source_id()).or_insert(0);
+            let ts = r.timestamp_us().max(*prev);
+            *prev = ts;
+            match r {
+                Record::KvOp(k) if k.op == KvOpKind::Read => s.reads.push((ts, k.duration_us)),
+                Record::Syscall(c) => s
+                    .syscalls
+                    .entry(c.nr)
+                    .or_default()
+                    .push((ts, c.duration_us)),
+                Record::Packet(p) => s.packets.push((ts, *p)),
+                _ => {}
+            }
+        }
+    }
+    s
+}
+
+fn in_window(v: &[(u64, u64)]) -> Vec<u64> {
+    let mut d: Vec<u64> = v
+        .iter()
+        .filter(|(ts, _)| (T0..=T1).contains(ts))
+        .map(|&(_, d)| d)
+        .collect();
+    d.sort_unstable();
+    d
+}
+
+#[test]
+fn valkey_questions_match_brute_force_over_a_live_recording() {
+    common::require_root_and_server();
+    let loom_app = loom_app_binary();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rec = dir.path().join("valkey-p3");
+    let config = WorkloadConfig {
+        records: 20_000,
+        clients: 4,
+        duration: Duration::from_secs(9),
+        warmup: Duration::from_secs(1),
+        syscalls: true,
+        packets: true,
+        destination: Destination::Recording(rec.clone()),
+        ..WorkloadConfig::default()
+    };
+    let summary = valkey_workload::run(config, &AtomicBool::new(false), |_| {}, |_| {})
+        .unwrap_or_else(|e| panic!("workload: {e}"));
+    assert_eq!(summary.dropped(), 0, "{summary:?}");
+    let (_, batches) = common::read_recording(&rec);
+    let truth = stored(&batches);
+    assert_eq!(truth.total, summary.sent());
+
+    let mut app = Command::new(&loom_app);
+    app.args(["--addr", "127.0.0.1:0", "--timestamps", "event"]);
+    if supports_event_offset(&loom_app) {
+        // Newer loom-app maps event times onto the wall clock unless told not to.
+        app.args(["--event-offset-us", "0"]);
+    }
+    let mut app = app
+        .args([
+            "--query",
+            "valkey-p1,valkey-p2,valkey-p3",
+            "--query-at-end",
+            "--query-window-us",
+            &format!("{T0},{T1}"),
+            "--stop-after-connections",
+            "1",
+            "--machine-output",
+            "--queue-capacity",
+            "1000000",
+            "--report-interval-s",
+            "5",
+            "--loom-path",
+        ])
+        .arg(dir.path().join("store"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start loom-app");
+    let mut lines = BufReader::new(app.stdout.take().expect("stdout")).lines();
+    let first = lines.next().expect("loom-app said nothing").expect("read");
+    let addr = first
+        .split("listening on ")
+        .nth(1)
+        .and_then(|s| s.split(',').next())
+        .unwrap_or_else(|| panic!("no address in {first:?}"))
+        .to_string();
+    let replay_cfg = ReplayConfig {
+        file_path: rec.clone(),
+        addr,
+        duration_s: None,
+        speed: 2.0,
+        no_wait: false,
+        connect_timeout_s: 60.0,
+    };
+    let stream = connect_with_retry(&replay_cfg.addr, 60.0, |_| {}).expect("connect");
+    let sent = run(&replay_cfg, stream, |_| {}, || false).expect("replay");
+    assert_eq!(sent.records, truth.total);
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = app.wait().expect("loom-app exit");
+    let all = rest.join("\n");
+    assert!(status.success(), "loom-app failed: {status}\n{all}");
+    let find = |prefix: &str| {
+        rest.iter()
+            .find(|l| l.starts_with(prefix))
+            .map(|l| fields(l))
+            .unwrap_or_else(|| panic!("no {prefix} line in:\n{all}"))
+    };
+    let stats = find("STATS ");
+    assert_eq!(
+        stats["dropped"], "0",
+        "loom-app dropped data; answers not comparable\n{all}"
+    );
+    assert_eq!(stats["ingested"], truth.total.to_string(), "{all}");
+    eprintln!(
+        "{}",
+        rest.iter()
+            .filter(|l| l.starts_with("ANSWER") || l.starts_with("Query Latency"))
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+
+    // P1: reads slower than the window's p99.99.
+    let reads = in_window(&truth.reads);
+    assert!(reads.len() > 10_000, "{} reads in the window", reads.len());
+    let (count, p, slow) = tail(&reads);
+    let p1 = find("ANSWER query=valkey-p1 ");
+    assert_eq!(
+        (&p1["count"], &p1["p9999"], &p1["slow"]),
+        (&count, &p, &slow),
+        "{p1:?}"
+    );
+
+    // P2: the same, plus sendto and write against their own p99.99.
+    let p2 = find("ANSWER query=valkey-p2 ");
+    assert_eq!(
+        (&p2["count"], &p2["p9999"], &p2["slow"]),
+        (&count, &p, &slow),
+        "{p2:?}"
+    );
+    for (name, nr) in [("sendto", 44u32), ("write", 1)] {
+        let v = in_window(truth.syscalls.get(&nr).map_or(&[][..], |v| v));
+        let (c, p, s) = tail(&v);
+        let key = |k: &str| p2[&format!("{name}_{k}")].clone();
+        assert_eq!(
+            (key("count"), key("p9999"), key("slow")),
+            (c, p, s),
+            "{name}: {p2:?}"
+        );
+    }
+    assert_ne!(p2["write_count"], "0", "the server replies with write(2)");
+
+    // P3: the slowest read (earliest stored if tied) and the packets around it.
+    let max = *reads.last().expect("reads");
+    let at = truth
+        .reads
+        .iter()
+        .filter(|&&(ts, d)| (T0..=T1).contains(&ts) && d == max)
+        .map(|&(ts, _)| ts)
+        .min()
+        .expect("the slowest read");
+    let (lo, hi) = (at.saturating_sub(PACKET_WINDOW_US), at + PACKET_WINDOW_US);
+    let around: Vec<&Packet> = truth
+        .packets
+        .iter()
+        .filter(|(ts, _)| (lo..=hi).contains(ts))
+        .map(|(_, p)| p)
+        .collect();
+    assert!(!around.is_empty());
+    let bytes: u64 = around.iter().map(|p| u64::from(p.length)).sum();
+    let p3 = find("ANSWER query=valkey-p3 ");
+    assert_eq!(p3["slowest_us"], max.to_string(), "{p3:?}");
+    assert_eq!(p3["at"], at.to_string(), "{p3:?}");
+    assert_eq!(p3["packets"], around.len().to_string(), "{p3:?}");
+    assert_eq!(p3["bytes"], bytes.to_string(), "{p3:?}");
+    assert_eq!(p3["port"], summary.port.to_string(), "{p3:?}");
+    assert_eq!(p3["port_packets"], p3["packets"], "{p3:?}");
+}
