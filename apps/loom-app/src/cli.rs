@@ -52,6 +52,13 @@ pub struct Cli {
     /// as they are.
     #[arg(long)]
     pub event_offset_us: Option<u64>,
+    /// With --timestamps event: hold each source's records this many ms of
+    /// event time and store them in time order, so interleaved batches of a
+    /// workload's threads keep their exact times. Records later than this
+    /// are stored at their source's newest time and counted as `raised`.
+    /// 0 turns the stage off.
+    #[arg(long, default_value_t = 50)]
+    pub reorder_window_ms: u64,
     /// Ask the questions once when ingest ends (see --stop-after-connections)
     /// instead of periodically.
     #[arg(long)]

@@ -13,6 +13,7 @@ use loom::{SourceHandle, SourceId, Writer};
 
 use crate::counters::Counters;
 use crate::receive::Msg;
+use crate::reorder::Reorder;
 use crate::sources::schema_of;
 
 /// Which timestamp records are stored under.
@@ -39,6 +40,9 @@ pub struct IngestConfig {
     pub persist_interval: Duration,
     /// End after this many connections have ended.
     pub stop_after_connections: Option<u64>,
+    /// Event mode: hold records this long (µs of event time) to store each
+    /// source in time order; 0 stores them as they come.
+    pub reorder_window_us: u64,
     /// Stop ingesting once this much data time (µs since the run's first
     /// stored record) has been ingested; ablation.
     pub stop_after_data_us: Option<u64>,
@@ -99,6 +103,16 @@ impl StorageHealth {
     }
 }
 
+/// What happened to the records of one batch.
+#[derive(Default)]
+struct Tally {
+    ingested: u64,
+    clamped: u64,
+    refused: u64,
+    skipped: u64,
+    newest: Option<u64>,
+}
+
 struct Ingest {
     writer: Writer,
     counters: Arc<Counters>,
@@ -109,6 +123,8 @@ struct Ingest {
     first_stored: Option<u64>,
     errors: u64,
     health: StorageHealth,
+    reorder: Option<Reorder>,
+    ready: Vec<(u64, telemetry::Record)>,
 }
 
 impl Ingest {
@@ -136,10 +152,9 @@ impl Ingest {
         self.sources.get_mut(&id)
     }
 
-    /// Pushes one batch; returns the newest stored timestamp, if any.
-    fn batch(&mut self, arrival_us: u64, batch: &telemetry::Batch) -> Option<u64> {
-        let (mut ingested, mut clamped, mut refused) = (0u64, 0u64, 0u64);
-        let mut newest = None;
+    /// Takes one batch: event mode with a reorder window holds its records
+    /// until their time is released; everything else is stored at once.
+    fn batch(&mut self, arrival_us: u64, batch: &telemetry::Batch) {
         if self.cfg.timestamps == TimestampMode::Event && self.offset.is_none() {
             if let Some(first) = batch.records.first() {
                 let o = self.cfg.event_offset_us.unwrap_or_else(|| {
@@ -150,58 +165,103 @@ impl Ingest {
             }
         }
         let offset = self.offset.unwrap_or(0);
-        for r in &batch.records {
-            let mode = self.cfg.timestamps;
-            let Some(src) = self.source(r) else { continue };
-            let mut ts = match mode {
-                TimestampMode::Arrival => arrival_us,
-                TimestampMode::Event => r.timestamp_us().saturating_add(offset),
-            };
-            if ts < src.last_ts {
-                ts = src.last_ts;
-                clamped += 1;
+        let mode = self.cfg.timestamps;
+        let time = |r: &telemetry::Record| match mode {
+            TimestampMode::Arrival => arrival_us,
+            TimestampMode::Event => r.timestamp_us().saturating_add(offset),
+        };
+        match self.reorder.as_mut() {
+            Some(stage) => {
+                for r in &batch.records {
+                    stage.add(time(r), *r);
+                }
+                let mut ready = std::mem::take(&mut self.ready);
+                stage.release(&mut ready);
+                self.store_all(&ready);
+                ready.clear();
+                self.ready = ready;
             }
-            let handle = src.handle;
-            self.buf.clear();
-            r.encode_into(&mut self.buf);
-            match self.writer.push(handle, ts, &self.buf) {
-                Ok(_) => {
-                    if let Some(s) = self.sources.get_mut(&r.source_id()) {
-                        s.last_ts = ts;
-                    }
-                    ingested += 1;
-                    newest = Some(newest.map_or(ts, |n: u64| n.max(ts)));
+            None => {
+                let mut t = Tally::default();
+                for r in &batch.records {
+                    self.store(time(r), r, &mut t);
                 }
-                Err(loom::Error::StorageFailing(why)) => {
-                    refused += 1;
-                    self.health.refused(&why);
+                self.account(t);
+            }
+        }
+    }
+
+    /// Stores records released by the reorder stage.
+    fn store_all(&mut self, ready: &[(u64, telemetry::Record)]) {
+        let mut t = Tally::default();
+        for (ts, r) in ready {
+            self.store(*ts, r, &mut t);
+        }
+        self.account(t);
+    }
+
+    /// Releases everything the reorder stage holds (end of ingest).
+    fn flush_reorder(&mut self) {
+        if let Some(stage) = self.reorder.as_mut() {
+            let mut ready = Vec::new();
+            stage.flush(&mut ready);
+            self.store_all(&ready);
+        }
+    }
+
+    /// Pushes one record at `ts` (raised to its source's newest time when
+    /// older: a record that came after its time was released).
+    fn store(&mut self, ts: u64, r: &telemetry::Record, t: &mut Tally) {
+        let Some(src) = self.source(r) else {
+            t.skipped += 1;
+            return;
+        };
+        let mut ts = ts;
+        if ts < src.last_ts {
+            ts = src.last_ts;
+            t.clamped += 1;
+        }
+        let handle = src.handle;
+        self.buf.clear();
+        r.encode_into(&mut self.buf);
+        match self.writer.push(handle, ts, &self.buf) {
+            Ok(_) => {
+                if let Some(s) = self.sources.get_mut(&r.source_id()) {
+                    s.last_ts = ts;
                 }
-                Err(e) => {
-                    refused += 1;
-                    self.errors += 1;
-                    if self.errors <= 10 {
-                        log::error!("push failed: {e}");
-                    }
+                t.ingested += 1;
+                t.newest = Some(t.newest.map_or(ts, |n: u64| n.max(ts)));
+            }
+            Err(loom::Error::StorageFailing(why)) => {
+                t.refused += 1;
+                self.health.refused(&why);
+            }
+            Err(e) => {
+                t.refused += 1;
+                self.errors += 1;
+                if self.errors <= 10 {
+                    log::error!("push failed: {e}");
                 }
             }
         }
-        if ingested > 0 {
+    }
+
+    fn account(&mut self, t: Tally) {
+        if t.ingested > 0 {
             self.health.stored();
         }
         let c = &self.counters;
-        c.records_ingested.fetch_add(ingested, Ordering::Relaxed);
-        c.records_clamped.fetch_add(clamped, Ordering::Relaxed);
-        c.records_refused.fetch_add(refused, Ordering::Relaxed);
-        let not_ingested = batch.records.len() as u64 - ingested - refused;
-        c.records_skipped.fetch_add(not_ingested, Ordering::Relaxed);
-        if let Some(n) = newest {
+        c.records_ingested.fetch_add(t.ingested, Ordering::Relaxed);
+        c.records_clamped.fetch_add(t.clamped, Ordering::Relaxed);
+        c.records_refused.fetch_add(t.refused, Ordering::Relaxed);
+        c.records_skipped.fetch_add(t.skipped, Ordering::Relaxed);
+        if let Some(n) = t.newest {
             c.now_us.fetch_max(n, Ordering::Relaxed);
             if self.first_stored.is_none() {
                 self.first_stored = Some(n);
                 c.first_us.store(n, Ordering::Relaxed);
             }
         }
-        newest
     }
 
     fn persist(&mut self) {
@@ -226,6 +286,10 @@ pub fn run(
     shutdown: Arc<AtomicBool>,
     cfg: IngestConfig,
 ) -> (Writer, IngestEnd) {
+    let cfg_reorder_us = match cfg.timestamps {
+        TimestampMode::Event => cfg.reorder_window_us,
+        TimestampMode::Arrival => 0,
+    };
     let mut ing = Ingest {
         writer,
         counters: Arc::clone(&counters),
@@ -236,6 +300,8 @@ pub fn run(
         first_stored: None,
         errors: 0,
         health: StorageHealth::default(),
+        reorder: (cfg_reorder_us > 0).then(|| Reorder::new(cfg_reorder_us)),
+        ready: Vec::new(),
     };
     let mut ended = 0u64;
     let mut last_sync = Instant::now();
@@ -275,6 +341,7 @@ pub fn run(
             dirty = false;
         }
     };
+    ing.flush_reorder();
     counters.ingest_stopped.store(true, Ordering::SeqCst);
     // Batches still queued will not be ingested: count them as skipped.
     for msg in rx.try_iter() {

@@ -22,6 +22,7 @@ mod counters;
 mod ingest;
 mod queries;
 mod receive;
+mod reorder;
 mod report;
 mod schedule;
 mod sources;
@@ -123,6 +124,7 @@ fn main() -> anyhow::Result<()> {
         let cfg = IngestConfig {
             timestamps: cli.timestamps,
             event_offset_us: cli.event_offset_us,
+            reorder_window_us: cli.reorder_window_ms.saturating_mul(1000),
             resume_after_us,
             sync_interval: Duration::from_millis(cli.sync_interval_ms),
             persist_interval: Duration::from_millis(cli.persist_interval_ms),

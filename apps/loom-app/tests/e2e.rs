@@ -224,3 +224,140 @@ fn replay_into_loom_app_matches_brute_force_and_survives_garbage() {
     }
     assert!(all.contains("Query Latency (rocksdb-p1): "));
 }
+
+/// Runs loom-app on `rec` (event times as recorded, the P1/P2 questions at
+/// the end over [T0, T1]) with `extra` flags; returns its stdout lines.
+fn answers_for(rec: &std::path::Path, store: &std::path::Path, extra: &[&str]) -> Vec<String> {
+    let mut app = Command::new(env!("CARGO_BIN_EXE_loom-app"))
+        .args([
+            "--addr",
+            "127.0.0.1:0",
+            "--timestamps",
+            "event",
+            "--event-offset-us",
+            "0",
+            "--query",
+            "rocksdb-p1,rocksdb-p2",
+            "--query-at-end",
+            "--query-window-us",
+            &format!("{T0},{T1}"),
+            "--stop-after-connections",
+            "1",
+            "--machine-output",
+            "--queue-capacity",
+            "1000000",
+        ])
+        .args(extra)
+        .arg("--loom-path")
+        .arg(store)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn loom-app");
+    let mut lines = BufReader::new(app.stdout.take().expect("stdout")).lines();
+    let first = lines.next().expect("a first line").expect("read");
+    let addr = first
+        .split("listening on ")
+        .nth(1)
+        .and_then(|s| s.split(',').next())
+        .expect("address in first line")
+        .to_string();
+    let cfg = ReplayConfig {
+        file_path: rec.to_path_buf(),
+        addr,
+        duration_s: None,
+        speed: 20.0,
+        no_wait: false,
+        connect_timeout_s: 60.0,
+    };
+    let stream = connect_with_retry(&cfg.addr, 60.0, |_| {}).expect("connect");
+    run(&cfg, stream, |_| {}, || false).expect("replay");
+    let out: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(app.wait().expect("wait").success());
+    out
+}
+
+#[test]
+fn interleaved_batches_keep_exact_event_times_with_the_reorder_stage() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rec = dir.path().join("p2");
+    let cfg = GenConfig {
+        phase: Phase::P2,
+        duration_s: 20.0,
+        rate: 3_000.0,
+        seed: 9,
+        ..GenConfig::default()
+    };
+    generate_file(&cfg, &rec).expect("generate");
+    // Send every pair of batches in swapped order, as two worker threads
+    // whose batches overtake each other would.
+    let shuffled = dir.path().join("p2-interleaved");
+    let mut reader = RecordingReader::open(&rec).expect("open");
+    let header = reader.header().clone();
+    let mut batches = Vec::new();
+    let mut b = telemetry::Batch::default();
+    while reader.read_into(&mut b).expect("read") {
+        batches.push(std::mem::take(&mut b));
+    }
+    for pair in batches.chunks_mut(2) {
+        pair.reverse();
+    }
+    let mut w = telemetry::RecordingWriter::create(&shuffled, &header).expect("create");
+    for b in &batches {
+        w.write_batch(b).expect("write");
+    }
+    w.finish().expect("finish");
+    let truth = brute_force(&rec);
+
+    let stats_of = |lines: &[String]| -> (String, HashMap<String, HashMap<String, String>>) {
+        let fin = lines
+            .iter()
+            .find(|l| l.starts_with("Final: "))
+            .cloned()
+            .unwrap_or_default();
+        let raised = fin
+            .split("timestamps raised to keep order ")
+            .nth(1)
+            .and_then(|s| s.split(',').next())
+            .unwrap_or("?")
+            .to_string();
+        let answers = lines
+            .iter()
+            .filter(|l| l.starts_with("ANSWER "))
+            .map(|l| {
+                let f = fields(l);
+                (f["query"].clone(), f)
+            })
+            .collect();
+        (raised, answers)
+    };
+    // Without the stage the disorder shows: times get raised.
+    let off = answers_for(
+        &shuffled,
+        &dir.path().join("s0"),
+        &["--reorder-window-ms", "0"],
+    );
+    let (raised_off, _) = stats_of(&off);
+    assert_ne!(
+        raised_off, "0",
+        "the interleaved recording is not out of order"
+    );
+    // With it every record keeps its time, and the answers are exact.
+    let on = answers_for(
+        &shuffled,
+        &dir.path().join("s1"),
+        &["--reorder-window-ms", "2000"],
+    );
+    let (raised_on, answers) = stats_of(&on);
+    assert_eq!(raised_on, "0", "{on:?}");
+    for (q, v) in [
+        ("rocksdb-p1", &truth.kv_reads),
+        ("rocksdb-p2", &truth.pread),
+    ] {
+        let a = &answers[q];
+        let (count, max, p) = latency_fields(v);
+        assert_eq!(a["count"], count, "{q}");
+        assert_eq!(a["max"], max, "{q}");
+        assert_eq!(a["p9999"], p, "{q}");
+    }
+}

@@ -5,8 +5,9 @@
 //! within ±5 s of it, all of the server's port.
 //!
 //! Brute force stores each record as loom-app does with `--timestamps
-//! event`: at its own time, raised to its source's previous time when it
-//! arrives out of order (requests of several clients interleave).
+//! event --reorder-window-ms 0`: at its own time, raised to its source's
+//! previous time when it arrives out of order (requests of several clients
+//! interleave).
 //!
 //! Needs root, redis-server or valkey-server, and the `loom-app` binary next
 //! to this test's profile directory (`cargo build --release -p loom-app`, or
@@ -43,16 +44,6 @@ fn loom_app_binary() -> PathBuf {
         bin.display()
     );
     bin
-}
-
-/// Whether this loom-app has `--event-offset-us` (stores event times shifted
-/// onto the wall clock by default).
-fn supports_event_offset(bin: &std::path::Path) -> bool {
-    Command::new(bin)
-        .arg("--help")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).contains("--event-offset-us"))
-        .unwrap_or(false)
 }
 
 fn fields(line: &str) -> HashMap<String, String> {
@@ -143,11 +134,18 @@ fn valkey_questions_match_brute_force_over_a_live_recording() {
     assert_eq!(truth.total, summary.sent());
 
     let mut app = Command::new(&loom_app);
-    app.args(["--addr", "127.0.0.1:0", "--timestamps", "event"]);
-    if supports_event_offset(&loom_app) {
-        // Newer loom-app maps event times onto the wall clock unless told not to.
-        app.args(["--event-offset-us", "0"]);
-    }
+    // Recorded times as they are, and no reorder stage: records that come
+    // out of order are raised, as the brute force above models.
+    app.args([
+        "--addr",
+        "127.0.0.1:0",
+        "--timestamps",
+        "event",
+        "--event-offset-us",
+        "0",
+        "--reorder-window-ms",
+        "0",
+    ]);
     let mut app = app
         .args([
             "--query",
