@@ -48,7 +48,9 @@ struct Cli {
     #[arg(long, default_value_t = 5000)]
     batch_size: usize,
     /// Queue everything and write it all before asking (the published
-    /// "Influx-complete"); default: drop batches when writes fall behind.
+    /// "Influx-complete"): the questions are then asked once, over
+    /// [newest − 80 s, newest − 20 s]. Default: drop batches when writes fall
+    /// behind and ask periodically, like loom-app.
     #[arg(long)]
     complete_data: bool,
     /// Seconds between progress lines.
@@ -282,12 +284,14 @@ fn main() -> anyhow::Result<()> {
         .copied()
         .filter(|q| *q != Query::ProbeEffect)
         .collect();
-    if !cli.query_at_end && !periodic.is_empty() {
-        let (rt, client, counters, finished) = (
+    // --complete-data asks once, after the backlog is written (below).
+    if !cli.query_at_end && !cli.complete_data && !periodic.is_empty() {
+        let (rt, client, counters, finished, periodic) = (
             rt.clone(),
             client.clone(),
             counters.clone(),
             finished.clone(),
+            periodic.clone(),
         );
         let interval = Duration::from_secs_f64(cli.query_interval_s);
         let (count, machine, timestamps) = (cli.query_count, cli.machine_output, cli.timestamps);
@@ -353,6 +357,14 @@ fn main() -> anyhow::Result<()> {
     if cli.query_at_end {
         let (t0, t1) = cli.query_window_us.unwrap_or((0, now));
         for &q in &cli.query {
+            ask(&rt, &client, q, t0, t1, cli.machine_output);
+        }
+    } else if cli.complete_data {
+        // The published Influx-complete asks once, over the phase window
+        // ending at the newest data (the replay ended long ago).
+        let t0 = now.saturating_sub(WINDOW_START_AGO_US);
+        let t1 = now.saturating_sub(WINDOW_END_AGO_US);
+        for &q in &periodic {
             ask(&rt, &client, q, t0, t1, cli.machine_output);
         }
     }

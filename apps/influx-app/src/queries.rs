@@ -98,8 +98,10 @@ pub fn latency_statement(from_where: &str, t0: u64, t1: u64) -> String {
 }
 
 const KV_READS: &str = "kv WHERE op = 'read'";
-const PREAD64: &str = "syscall WHERE name = 'pread64'";
-const SENDTO: &str = "syscall WHERE name = 'sendto'";
+// `name` is an InfluxQL keyword: the tag must be written as a quoted
+// identifier (`WHERE name = ...` is a parse error in influxd 1.6).
+const PREAD64: &str = "syscall WHERE \"name\" = 'pread64'";
+const SENDTO: &str = "syscall WHERE \"name\" = 'sendto'";
 
 /// The single statement of a one-statement question, `None` for the
 /// multi-step Valkey questions and probe-effect.
@@ -300,7 +302,7 @@ mod tests {
         );
         assert!(statement(Query::RocksdbP2, 0, 0)
             .unwrap()
-            .contains("FROM syscall WHERE name = 'pread64' AND"));
+            .contains("FROM syscall WHERE \"name\" = 'pread64' AND"));
         assert_eq!(
             statement(Query::RocksdbP3, 5, 5).unwrap(),
             "SELECT count(pfn) FROM pagecache WHERE time >= 5000 AND time <= 5999"
