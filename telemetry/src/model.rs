@@ -13,7 +13,7 @@
 //! InfluxDB) both take their names from here, so one statement runs unchanged
 //! on both systems.
 
-use crate::record::{Kind, KvOp, KvOpKind, Packet, PageCache, Record, Syscall};
+use crate::record::{Kind, KvOpKind, Record};
 
 /// Storage type of a field inside a record's bytes (little endian).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -122,7 +122,7 @@ const LATENCY_INDEX: RangeIndex = RangeIndex {
     n_bins: LATENCY_BINS,
 };
 
-/// Fields of `kv` (24-byte [`KvOp`] encoding).
+/// Fields of `kv` (24-byte [`KvOp`](crate::record::KvOp) encoding).
 pub const KV_FIELDS: &[Field] = &[
     Field {
         name: "thread_id",
@@ -141,7 +141,7 @@ pub const KV_FIELDS: &[Field] = &[
     },
 ];
 
-/// Fields of `syscall` (28-byte [`Syscall`] encoding).
+/// Fields of `syscall` (28-byte [`Syscall`](crate::record::Syscall) encoding).
 pub const SYSCALL_FIELDS: &[Field] = &[
     Field {
         name: "pid",
@@ -165,7 +165,7 @@ pub const SYSCALL_FIELDS: &[Field] = &[
     },
 ];
 
-/// Fields of `pagecache` (44-byte [`PageCache`] encoding).
+/// Fields of `pagecache` (44-byte [`PageCache`](crate::record::PageCache) encoding).
 pub const PAGECACHE_FIELDS: &[Field] = &[
     Field {
         name: "pid",
@@ -199,7 +199,7 @@ pub const PAGECACHE_FIELDS: &[Field] = &[
     },
 ];
 
-/// Fields of `packet` (48-byte [`Packet`] encoding). The addresses are not
+/// Fields of `packet` (48-byte [`Packet`](crate::record::Packet) encoding). The addresses are not
 /// fields: they are 16-byte values, not numbers.
 pub const PACKET_FIELDS: &[Field] = &[
     Field {
@@ -334,6 +334,7 @@ pub fn fields_of(kind: Kind) -> &'static [Field] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::{KvOp, Packet, PageCache, Syscall};
 
     fn value(f: &Field, bytes: &[u8]) -> u64 {
         match f.read(bytes) {
