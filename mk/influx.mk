@@ -20,6 +20,7 @@ CARGO ?= cargo
 CARGO_RELEASE_DIR ?= target/release
 EVAL_OUT ?= evaluation-output
 TMP_DATA_DIR ?= tmp-data
+RECORDING_DIR ?= recordings
 LOOM_APP_ADDR ?= 127.0.0.1:7878
 PE_ADDR ?= 127.0.0.1:7878
 QUERY ?= rocksdb-p1
@@ -62,3 +63,22 @@ pe-influx-app: influx-build
 	mkdir -p $(EVAL_OUT)
 	$(INFLUX_APP) --addr $(PE_ADDR) --query probe-effect \
 		--stop-after-connections 1 2>&1 | tee $(EVAL_OUT)/pe-influx-app
+
+# Sustained write rate into influxd: a fresh influxd, influx-app --complete-data
+# with INFLUX_CONNECTIONS writers, a recording sent as fast as possible
+# (tcp-replay --no-wait); the `Backlog written:` line has points/s.
+#   make influx-throughput INFLUX_CONNECTIONS=1 THROUGHPUT_RECORDING=recordings/rocksdb-p2
+THROUGHPUT_RECORDING ?= $(RECORDING_DIR)/rocksdb-p2
+THROUGHPUT_ADDR ?= 127.0.0.1:7879
+.PHONY: influx-throughput
+influx-throughput: influx-build
+	@test -f $(THROUGHPUT_RECORDING) || { echo "missing $(THROUGHPUT_RECORDING): make gen-rocksdb-p2 (synthetic) or record-rocksdb-p2"; exit 1; }
+	mkdir -p $(EVAL_OUT)
+	$(MAKE) --no-print-directory influxd-stop influxd
+	@echo "== influx-throughput connections=$(INFLUX_CONNECTIONS) batch=$(INFLUX_BATCH) $(THROUGHPUT_RECORDING) $$(date -u +%FT%TZ)" \
+		| tee -a $(EVAL_OUT)/influx-throughput-$(INFLUX_CONNECTIONS)
+	set -o pipefail; { $(INFLUX_APP) --addr $(THROUGHPUT_ADDR) --complete-data --query probe-effect \
+		--stop-after-connections 1 --report-interval-s 5 2>&1 & \
+	  sleep 1; $(CARGO_RELEASE_DIR)/tcp-replay --file-path $(THROUGHPUT_RECORDING) --addr $(THROUGHPUT_ADDR) \
+		--speed 1 --no-wait 2>&1 | tail -n 1; wait; } | tee -a $(EVAL_OUT)/influx-throughput-$(INFLUX_CONNECTIONS)
+	$(MAKE) --no-print-directory influxd-stop

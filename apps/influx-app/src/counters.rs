@@ -29,6 +29,8 @@ pub struct Counters {
     pub writes: AtomicU64,
     /// Points encoded and queued for the writers.
     pub points_encoded: AtomicU64,
+    /// Wall-clock arrival of the first batch, µs since the Unix epoch (0 = none yet).
+    pub first_arrival_us: AtomicU64,
     /// Newest stored time, µs since the Unix epoch.
     pub now_us: AtomicU64,
 }

@@ -39,6 +39,9 @@ pub struct IngestConfig {
     pub event_offset_us: Option<i64>,
     /// Points per /write body.
     pub batch_size: usize,
+    /// Longest time a point waits for its body to fill before a shorter body
+    /// is sent.
+    pub max_linger: Duration,
     /// End after this many connections have ended.
     pub stop_after_connections: Option<u64>,
 }
@@ -77,6 +80,8 @@ pub fn offset_time(t_us: u64, offset_us: i64) -> u64 {
 struct Pending {
     buf: Vec<u8>,
     points: u64,
+    /// When the first point of the body was encoded.
+    since: Option<Instant>,
 }
 
 impl Pending {
@@ -94,6 +99,11 @@ impl Pending {
             Counters::add(&counters.records_dropped, e.0.points);
         }
         self.points = 0;
+        self.since = None;
+    }
+
+    fn older_than(&self, d: Duration) -> bool {
+        self.since.is_some_and(|t| t.elapsed() >= d)
     }
 }
 
@@ -110,6 +120,7 @@ pub fn run(
     let mut pending = Pending {
         buf: Vec::new(),
         points: 0,
+        since: None,
     };
     let mut offset: Option<i64> = match cfg.timestamps {
         TimestampMode::Event => cfg.event_offset_us,
@@ -135,6 +146,7 @@ pub fn run(
                             offset_time(r.timestamp_us(), off)
                         }
                     };
+                    pending.since.get_or_insert_with(Instant::now);
                     let ns = enc.encode(r, t, &mut pending.buf);
                     newest = newest.max(ns / 1000);
                     pending.points += 1;
@@ -143,8 +155,10 @@ pub fn run(
                     }
                 }
                 counters.now_us.fetch_max(newest, Ordering::Relaxed);
-                // A quiet stream must not leave points waiting for a full body.
-                if rx.is_empty() {
+                // Bodies are sent full, except that a slow stream must not
+                // leave points waiting: each /write costs influxd a WAL fsync,
+                // so many small bodies would slow it down.
+                if pending.older_than(cfg.max_linger) {
                     pending.flush(&tx, &counters);
                 }
             }
@@ -155,7 +169,11 @@ pub fn run(
                     break IngestEnd::ConnectionsEnded;
                 }
             }
-            Err(RecvTimeoutError::Timeout) => pending.flush(&tx, &counters),
+            Err(RecvTimeoutError::Timeout) => {
+                if pending.older_than(cfg.max_linger) {
+                    pending.flush(&tx, &counters);
+                }
+            }
             Err(RecvTimeoutError::Disconnected) => break IngestEnd::Shutdown,
         }
     };

@@ -28,6 +28,9 @@ pub struct Config {
     pub queue_capacity: usize,
     /// Encoded bodies waiting for a writer, per writer connection.
     pub bodies_per_connection: usize,
+    /// Longest time a point waits for its /write body to fill (then a
+    /// shorter body is sent).
+    pub max_linger: Duration,
     /// Timeout of one HTTP request to influxd.
     pub request_timeout: Duration,
     /// Pause of a writer after a failed write.
@@ -41,6 +44,7 @@ impl Default for Config {
         Config {
             queue_capacity: 4096,
             bodies_per_connection: 2,
+            max_linger: Duration::from_millis(200),
             request_timeout: Duration::from_secs(30),
             failure_backoff: Duration::from_millis(50),
             error_log_interval: Duration::from_secs(1),

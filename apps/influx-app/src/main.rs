@@ -241,6 +241,7 @@ fn main() -> anyhow::Result<()> {
             timestamps: cli.timestamps,
             event_offset_us: cli.event_offset_us,
             batch_size: cli.batch_size,
+            max_linger: cfg.max_linger,
             stop_after_connections: cli.stop_after_connections,
         };
         std::thread::Builder::new()
@@ -285,6 +286,7 @@ fn main() -> anyhow::Result<()> {
         .filter(|q| *q != Query::ProbeEffect)
         .collect();
     // --complete-data asks once, after the backlog is written (below).
+    let mut query_thread = None;
     if !cli.query_at_end && !cli.complete_data && !periodic.is_empty() {
         let (rt, client, counters, finished, periodic) = (
             rt.clone(),
@@ -295,26 +297,28 @@ fn main() -> anyhow::Result<()> {
         );
         let interval = Duration::from_secs_f64(cli.query_interval_s);
         let (count, machine, timestamps) = (cli.query_count, cli.machine_output, cli.timestamps);
-        std::thread::Builder::new()
-            .name("query".into())
-            .spawn(move || {
-                for _ in 0..count {
-                    if !sleep_unless(&finished, interval) {
-                        return;
+        query_thread = Some(
+            std::thread::Builder::new()
+                .name("query".into())
+                .spawn(move || {
+                    for _ in 0..count {
+                        if !sleep_unless(&finished, interval) {
+                            return;
+                        }
+                        // Arrival mode: the wall clock; event mode: the newest stored time.
+                        let now = match timestamps {
+                            TimestampMode::Arrival => wall_clock_us(),
+                            TimestampMode::Event => Counters::get(&counters.now_us),
+                        };
+                        let t0 = now.saturating_sub(WINDOW_START_AGO_US);
+                        let t1 = now.saturating_sub(WINDOW_END_AGO_US);
+                        for &q in &periodic {
+                            ask(&rt, &client, q, t0, t1, machine);
+                        }
                     }
-                    // Arrival mode: the wall clock; event mode: the newest stored time.
-                    let now = match timestamps {
-                        TimestampMode::Arrival => wall_clock_us(),
-                        TimestampMode::Event => Counters::get(&counters.now_us),
-                    };
-                    let t0 = now.saturating_sub(WINDOW_START_AGO_US);
-                    let t1 = now.saturating_sub(WINDOW_END_AGO_US);
-                    for &q in &periodic {
-                        ask(&rt, &client, q, t0, t1, machine);
-                    }
-                }
-            })
-            .context("starting the query thread")?;
+                })
+                .context("starting the query thread")?,
+        );
     }
 
     let report = ingest
@@ -345,13 +349,19 @@ fn main() -> anyhow::Result<()> {
         let backlog = report
             .last_connection_end
             .map_or(0.0, |t| t.elapsed().as_secs_f64());
+        let first = Counters::get(&counters.first_arrival_us);
+        let span = (wall_clock_us().saturating_sub(first)) as f64 / 1e6;
         println!(
-            "Backlog written: {written} points in influxd {backlog:.3} s after the last connection ended; {:.0} points/s over the run ({wall:.3} s)",
-            written as f64 / wall
+            "Backlog written: {written} points in influxd {backlog:.3} s after the last connection ended; {:.0} points/s from the first batch received to the last point written ({span:.3} s)",
+            if first > 0 && span > 0.0 { written as f64 / span } else { 0.0 }
         );
     }
     finished.store(true, Ordering::SeqCst);
     let _ = reporter.join();
+    // A question still in flight is answered before the app exits.
+    if let Some(q) = query_thread {
+        let _ = q.join();
+    }
 
     let now = Counters::get(&counters.now_us);
     if cli.query_at_end {

@@ -86,6 +86,12 @@ fn receive(
                 Counters::add(&counters.batches_received, 1);
                 Counters::add(&counters.records_received, n);
                 let arrival_us = wall_clock_us();
+                let _ = counters.first_arrival_us.compare_exchange(
+                    0,
+                    arrival_us,
+                    std::sync::atomic::Ordering::Relaxed,
+                    std::sync::atomic::Ordering::Relaxed,
+                );
                 match tx.try_send(Msg::Batch { arrival_us, batch }) {
                     Ok(()) => {}
                     Err(TrySendError::Full(_)) => {
