@@ -47,13 +47,15 @@ pub fn value_u64(v: &Value) -> Option<u64> {
 #[derive(Clone)]
 pub struct Client {
     http: reqwest::Client,
+    query_timeout: Duration,
     base: String,
     db: String,
 }
 
 impl Client {
     /// A client of the influxd at `base_url` (`http://127.0.0.1:8086`) and
-    /// database `db`. Requests time out after `timeout`.
+    /// database `db`. Requests time out after `timeout`, queries after
+    /// [`Client::with_query_timeout`] (default: `timeout` too).
     pub fn new(base_url: &str, db: &str, timeout: Duration) -> Result<Client> {
         if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
             return Err(Error::Config(format!(
@@ -70,9 +72,16 @@ impl Client {
             .map_err(|e| Error::Config(format!("building the HTTP client: {e}")))?;
         Ok(Client {
             http,
+            query_timeout: timeout,
             base: base_url.trim_end_matches('/').to_string(),
             db: db.to_string(),
         })
+    }
+
+    /// The same client with queries timing out after `t`.
+    pub fn with_query_timeout(mut self, t: Duration) -> Client {
+        self.query_timeout = t;
+        self
     }
 
     /// The base URL.
@@ -158,6 +167,7 @@ impl Client {
             .http
             .get(&url)
             .query(&[("db", self.db.as_str()), ("epoch", "ns"), ("q", statements)])
+            .timeout(self.query_timeout)
             .send()
             .await
             .map_err(|source| Error::Http {

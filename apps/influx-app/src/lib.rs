@@ -31,7 +31,10 @@ pub struct Config {
     /// Longest time a point waits for its /write body to fill (then a
     /// shorter body is sent).
     pub max_linger: Duration,
-    /// Timeout of one HTTP request to influxd.
+    /// Timeout of one /query request (InfluxDB's percentile over tens of
+    /// millions of points takes minutes on a busy machine).
+    pub query_timeout: Duration,
+    /// Timeout of one /write or /ping request to influxd.
     pub request_timeout: Duration,
     /// Pause of a writer after a failed write.
     pub failure_backoff: Duration,
@@ -46,6 +49,7 @@ impl Default for Config {
             bodies_per_connection: 2,
             max_linger: Duration::from_millis(200),
             request_timeout: Duration::from_secs(30),
+            query_timeout: Duration::from_secs(600),
             failure_backoff: Duration::from_millis(50),
             error_log_interval: Duration::from_secs(1),
         }

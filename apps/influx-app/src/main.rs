@@ -173,7 +173,8 @@ fn main() -> anyhow::Result<()> {
             .build()
             .context("starting the async runtime")?,
     );
-    let client = Client::new(&cli.influx_url, &cli.db, cfg.request_timeout)?;
+    let client = Client::new(&cli.influx_url, &cli.db, cfg.request_timeout)?
+        .with_query_timeout(cfg.query_timeout);
     // influxd may come up later: writes create the database when it is missing.
     if let Err(e) = rt.block_on(client.create_database()) {
         log::error!(
