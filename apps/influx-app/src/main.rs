@@ -164,6 +164,10 @@ fn main() -> anyhow::Result<()> {
         cli.influx_connections > 0,
         "--influx-connections must be positive"
     );
+    anyhow::ensure!(
+        cli.event_offset_us.is_none() || cli.timestamps == TimestampMode::Event,
+        "--event-offset-us applies to --timestamps event only"
+    );
     let cfg = Config::default();
 
     let rt = Arc::new(

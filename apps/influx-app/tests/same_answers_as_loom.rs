@@ -2,11 +2,14 @@
 //! record times stored as they are) in front of a real influxd, and into
 //! loom-app (event timestamps): the phase statements asked of influxd give
 //! loom-app's answers and brute force's; a `GROUP BY time(1s)` count + max
-//! statement on influxd equals brute force per second.
+//! statement on influxd equals brute force per second. A connection sending
+//! garbage meanwhile is closed with a logged reason and costs nothing else.
 
 mod common;
 
 use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::path::Path;
 use std::process::Command;
 
@@ -140,8 +143,15 @@ fn influxd_answers_equal_loom_app_and_brute_force() {
         &format!("{QUERIES},valkey-p1,valkey-p2,valkey-p3"),
     ])
     .args(["--query-at-end", "--query-window-us", &format!("{T0},{T1}")])
-    .args(["--stop-after-connections", "1", "--machine-output"]);
+    .args(["--stop-after-connections", "2", "--machine-output"]);
     let app = App::spawn(cmd);
+    {
+        let mut garbage = TcpStream::connect(app.addr()).expect("connect");
+        // The app may close before reading everything; a failed write is fine.
+        let _ = garbage.write_all(&[0xAB; 4096]);
+        let _ = garbage.shutdown(std::net::Shutdown::Write);
+        let _ = garbage.read_to_end(&mut Vec::new());
+    }
     assert_eq!(replay_into(&app.addr(), &rec), truth.total);
     let (ok, influx, err) = app.wait();
     let all = influx.join("\n");
@@ -150,6 +160,8 @@ fn influxd_answers_equal_loom_app_and_brute_force() {
     assert_eq!(stats["received"], truth.total.to_string(), "{all}");
     assert_eq!(stats["written"], truth.total.to_string(), "{all}");
     assert_eq!(stats["dropped"], "0", "{all}");
+    assert_eq!(stats["bad_connections"], "1", "{all}");
+    assert!(err.contains("bad frame"), "{err}");
     assert!(all.contains("Backlog written: "), "{all}");
 
     let store = dir.path().join("loom-store");
