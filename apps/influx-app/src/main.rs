@@ -338,8 +338,8 @@ fn main() -> anyhow::Result<()> {
     }
     // Every body is queued; the writers end once the queue is empty.
     let pending = Counters::get(&counters.points_encoded)
-        - Counters::get(&counters.points_written)
-        - Counters::get(&counters.write_failed_points);
+        .saturating_sub(Counters::get(&counters.points_written))
+        .saturating_sub(Counters::get(&counters.write_failed_points));
     if pending > 0 {
         println!("waiting for the writers: {pending} points queued");
     }
