@@ -15,11 +15,14 @@
 #   make pe-rocksdb OUT_FILE=file-writer          # -> evaluation-output/pe-file-writer
 #   make pe-mach-app          (terminal 1, alias pe-loom-app): loom-app --query probe-effect
 #   make pe-rocksdb OUT_FILE=loom                 # -> evaluation-output/pe-loom
-#   make pe-all                                   # the three above in sequence, endpoints started for you
+#   make influxd; make pe-influx-app (terminal 1) # InfluxDB endpoint (mk/influx.mk), then:
+#   make pe-rocksdb OUT_FILE=influx               # -> evaluation-output/pe-influx
+#   make pe-all                                   # noop / file / Loom / InfluxDB alternated PE_ROUNDS times,
+#                                                 # endpoints (and a fresh influxd per round) started for you
 #
 # Variables: PE_DURATION (s, 120), PE_WARMUP (s, 15), PE_ADDR (127.0.0.1:7878, the
 # loom-app default), PE_INSTANCES (3), PE_THREADS (16), PE_FLAGS (extra workload
-# flags), RECORD_DURATION (s, 120), RECORD_WARMUP (s, 15), RECORD_FLAGS,
+# flags), PE_ROUNDS (3, rounds of pe-all), RECORD_DURATION (s, 120), RECORD_WARMUP (s, 15), RECORD_FLAGS,
 # RAMDISK_MOUNT (/mnt/loom-ramdisk), RAMDISK_SIZE (4G).
 #
 # RocksDB data of probe-effect runs lives on a memory-backed ext4 file system at
@@ -40,6 +43,7 @@ PE_ADDR ?= 127.0.0.1:7878
 PE_INSTANCES ?= 3
 PE_THREADS ?= 16
 PE_FLAGS ?=
+PE_ROUNDS ?= 3
 OUT_FILE ?= loom
 RECORD_DURATION ?= 120
 RECORD_WARMUP ?= 15
@@ -64,7 +68,7 @@ record_flags_p3 := --syscalls --page-cache
 	pe-all $(addprefix record-rocksdb-,$(RECORD_PHASES))
 
 pe-build:
-	$(CARGO) build --release -p rocksdb-workload -p file-writer-app -p loom-app
+	$(CARGO) build --release -p rocksdb-workload -p file-writer-app -p loom-app -p influx-app
 
 # Memory-backed ext4 at RAMDISK_MOUNT (idempotent; falls back to /dev/shm).
 pe-ramdisk:
@@ -113,11 +117,21 @@ pe-mach-app pe-loom-app: pe-build
 	$(CARGO_RELEASE_DIR)/loom-app --addr $(PE_ADDR) --query probe-effect \
 		--stop-after-connections 1 2>&1 | tee $(EVAL_OUT)/pe-loom-app
 
-# noop, file writer and Loom in sequence, starting each endpoint in the background.
+# noop, file writer, Loom and InfluxDB alternated PE_ROUNDS times (so drift of
+# the machine spreads over all endpoints), each endpoint started in the
+# background; influxd restarts empty every round (mk/influx.mk).
 pe-all: pe-build pe-ramdisk
-	$(MAKE) --no-print-directory pe-rocksdb-noop
-	$(MAKE) --no-print-directory pe-file-writer-app > /dev/null & sleep 1; \
-		$(MAKE) --no-print-directory pe-rocksdb OUT_FILE=file-writer; wait
-	$(MAKE) --no-print-directory pe-loom-app > /dev/null & sleep 2; \
-		$(MAKE) --no-print-directory pe-rocksdb OUT_FILE=loom; wait
-	@grep -H "Average rocksdb rate per sec" $(EVAL_OUT)/pe-noop $(EVAL_OUT)/pe-file-writer $(EVAL_OUT)/pe-loom
+	@command -v influxd >/dev/null || { echo "pe-all: influxd is missing; apt-get install influxdb influxdb-client (or make deps)"; exit 1; }
+	for round in $$(seq 1 $(PE_ROUNDS)); do \
+		echo "== pe-all round $$round of $(PE_ROUNDS)"; \
+		$(MAKE) --no-print-directory pe-rocksdb-noop || exit 1; \
+		$(MAKE) --no-print-directory pe-file-writer-app > /dev/null & sleep 1; \
+		$(MAKE) --no-print-directory pe-rocksdb OUT_FILE=file-writer || exit 1; wait; \
+		$(MAKE) --no-print-directory pe-loom-app > /dev/null & sleep 2; \
+		$(MAKE) --no-print-directory pe-rocksdb OUT_FILE=loom || exit 1; wait; \
+		$(MAKE) --no-print-directory influxd || exit 1; \
+		$(MAKE) --no-print-directory pe-influx-app > /dev/null & sleep 2; \
+		$(MAKE) --no-print-directory pe-rocksdb OUT_FILE=influx; status=$$?; wait; \
+		$(MAKE) --no-print-directory influxd-stop; [ $$status -eq 0 ] || exit 1; \
+	done
+	@grep -H "Average rocksdb rate per sec" $(EVAL_OUT)/pe-noop $(EVAL_OUT)/pe-file-writer $(EVAL_OUT)/pe-loom $(EVAL_OUT)/pe-influx

@@ -12,6 +12,7 @@ PACKAGES=(
   liblmdb-dev
   redis-server                     # the Valkey workload's server (valkey-server when Debian has it)
   python3 python3-venv
+  influxdb influxdb-client curl    # InfluxDB baseline (influxd 1.6.7), make influxd waits with curl
 )
 
 SUDO=""
@@ -42,6 +43,15 @@ if ! command -v cargo >/dev/null 2>&1; then
     echo "install-deps: cargo not found; install Rust with rustup (https://rustup.rs)" >&2
   fi
   exit 1
+fi
+
+# The influxdb package starts a system-wide influxd on :8086 where systemd
+# runs; the baseline starts its own (make influxd, loopback, its own data), so
+# the packaged service is stopped and kept from starting at boot.
+if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet influxdb 2>/dev/null; then
+  $SUDO systemctl disable --now influxdb >/dev/null 2>&1 \
+    && echo "install-deps: stopped and disabled the packaged influxdb service (make influxd starts its own)" \
+    || echo "install-deps: could not disable the packaged influxdb service; make influxd needs port 8086 free" >&2
 fi
 
 # eBPF probes attach to tracepoints through tracefs.

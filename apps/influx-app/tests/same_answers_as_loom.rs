@@ -1,0 +1,269 @@
+//! The same synthetic recording replayed into influx-app (`--complete-data`,
+//! record times stored as they are) in front of a real influxd, and into
+//! loom-app (event timestamps): the phase statements asked of influxd give
+//! loom-app's answers and brute force's; a `GROUP BY time(1s)` count + max
+//! statement on influxd equals brute force per second. A connection sending
+//! garbage meanwhile is closed with a logged reason and costs nothing else.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::Command;
+
+use common::{influxd_binary, line_fields, runtime, App, Influxd};
+use influx_app::client::value_u64;
+use influx_app::queries::influx_percentile_index;
+use replay::gen::{generate_file, GenConfig, Phase};
+use replay::tcp::{connect_with_retry, run, ReplayConfig};
+use telemetry::{KvOpKind, Record, RecordingReader};
+
+const T0: u64 = 1_000_000;
+const T1: u64 = 4_000_000;
+
+#[derive(Default)]
+struct Truth {
+    total: u64,
+    kv_reads: Vec<u64>,
+    slowest_read: Option<(u64, u64)>,
+    pread: Vec<u64>,
+    page_cache: u64,
+    slow_reads: u64,
+    /// Second → (count, max) of every KV read, whole recording.
+    per_second: BTreeMap<u64, (u64, u64)>,
+}
+
+fn brute_force(path: &Path) -> Truth {
+    let mut t = Truth::default();
+    for b in RecordingReader::open(path).expect("open recording") {
+        let b = b.expect("read batch");
+        t.total += b.records.len() as u64;
+        for r in &b.records {
+            let ts = r.timestamp_us();
+            if let Record::KvOp(k) = r {
+                if k.op == KvOpKind::Read {
+                    let e = t.per_second.entry(ts / 1_000_000).or_default();
+                    e.0 += 1;
+                    e.1 = e.1.max(k.duration_us);
+                }
+            }
+            if !(T0..=T1).contains(&ts) {
+                continue;
+            }
+            match r {
+                Record::KvOp(k) if k.op == KvOpKind::Read => {
+                    t.kv_reads.push(k.duration_us);
+                    if k.duration_us > 80 {
+                        t.slow_reads += 1;
+                    }
+                    // The earliest of equal maxima (InfluxDB's max selector).
+                    if t.slowest_read.is_none_or(|(d, _)| k.duration_us > d) {
+                        t.slowest_read = Some((k.duration_us, ts));
+                    }
+                }
+                Record::Syscall(s) if s.nr == 17 => t.pread.push(s.duration_us),
+                Record::PageCache(_) => t.page_cache += 1,
+                _ => {}
+            }
+        }
+    }
+    t.kv_reads.sort_unstable();
+    t.pread.sort_unstable();
+    t
+}
+
+/// Loom's rule: rank ceil(n·q) (replay::stats::percentile_nearest_rank).
+fn loom_index(n: usize) -> Option<usize> {
+    (n > 0).then(|| ((0.9999 * n as f64).ceil() as usize).clamp(1, n) - 1)
+}
+
+fn replay_into(addr: &str, rec: &Path) -> u64 {
+    let cfg = ReplayConfig {
+        file_path: rec.to_path_buf(),
+        addr: addr.to_string(),
+        duration_s: None,
+        speed: 1.0,
+        no_wait: true,
+        connect_timeout_s: 60.0,
+    };
+    let stream = connect_with_retry(&cfg.addr, 60.0, |_| {}).expect("connect");
+    run(&cfg, stream, |_| {}, || false).expect("replay").records
+}
+
+const QUERIES: &str = "rocksdb-p1,rocksdb-p2,rocksdb-p3,ablation-timerange";
+
+#[test]
+fn influxd_answers_equal_loom_app_and_brute_force() {
+    let Some(bin) = influxd_binary() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rec = dir.path().join("rocksdb-p3");
+    let gen = GenConfig {
+        phase: Phase::P3,
+        duration_s: 6.0,
+        rate: 5_000.0,
+        seed: 7,
+        ..GenConfig::default()
+    };
+    generate_file(&gen, &rec).expect("generate");
+    let truth = brute_force(&rec);
+    let (n_kv, n_pread) = (truth.kv_reads.len(), truth.pread.len());
+    assert!(n_kv > 10_000 && n_pread > 5_000 && truth.page_cache > 0 && truth.slow_reads > 0);
+    // The two percentile rules pick the same rank for these counts (see
+    // queries::influx_percentile_index), so both systems must agree exactly.
+    for n in [n_kv, n_pread] {
+        assert_eq!(
+            influx_percentile_index(n, 99.99),
+            loom_index(n),
+            "rules differ for n = {n}: pick another window"
+        );
+    }
+
+    let influxd = Influxd::start(&bin, &dir.path().join("influxd"));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_influx-app"));
+    cmd.args([
+        "--addr",
+        "127.0.0.1:0",
+        "--influx-url",
+        &influxd.url,
+        "--db",
+        "cmp",
+    ])
+    .args([
+        "--complete-data",
+        "--timestamps",
+        "event",
+        "--event-offset-us",
+        "0",
+    ])
+    .args(["--influx-connections", "2", "--batch-size", "2000"])
+    .args([
+        "--query",
+        &format!("{QUERIES},valkey-p1,valkey-p2,valkey-p3"),
+    ])
+    .args(["--query-at-end", "--query-window-us", &format!("{T0},{T1}")])
+    .args(["--stop-after-connections", "2", "--machine-output"]);
+    let app = App::spawn(cmd);
+    {
+        let mut garbage = TcpStream::connect(app.addr()).expect("connect");
+        // The app may close before reading everything; a failed write is fine.
+        let _ = garbage.write_all(&[0xAB; 4096]);
+        let _ = garbage.shutdown(std::net::Shutdown::Write);
+        let _ = garbage.read_to_end(&mut Vec::new());
+    }
+    assert_eq!(replay_into(&app.addr(), &rec), truth.total);
+    let (ok, influx, err) = app.wait();
+    let all = influx.join("\n");
+    assert!(ok, "influx-app failed:\n{all}\n{err}");
+    let stats = line_fields(&influx, "STATS ");
+    assert_eq!(stats["received"], truth.total.to_string(), "{all}");
+    assert_eq!(stats["written"], truth.total.to_string(), "{all}");
+    assert_eq!(stats["dropped"], "0", "{all}");
+    assert_eq!(stats["bad_connections"], "1", "{all}");
+    assert!(err.contains("bad frame"), "{err}");
+    assert!(all.contains("Backlog written: "), "{all}");
+
+    let store = dir.path().join("loom-store");
+    let mut cmd = Command::new(common::loom_app_binary());
+    cmd.args([
+        "--addr",
+        "127.0.0.1:0",
+        "--timestamps",
+        "event",
+        "--query",
+        QUERIES,
+    ])
+    .args(["--query-at-end", "--query-window-us", &format!("{T0},{T1}")])
+    .args(["--stop-after-connections", "1", "--machine-output"])
+    .args(["--queue-capacity", "1000000", "--loom-path"])
+    .arg(&store);
+    let app = App::spawn(cmd);
+    assert_eq!(replay_into(&app.addr(), &rec), truth.total);
+    let (ok, loom, err) = app.wait();
+    assert!(ok, "loom-app failed:\n{}\n{err}", loom.join("\n"));
+
+    // Phase questions: influxd == loom-app == brute force.
+    let show = |v: Option<&u64>| v.map_or("none".to_string(), u64::to_string);
+    let expect = |v: &Vec<u64>| {
+        (
+            v.len().to_string(),
+            show(v.last()),
+            show(influx_percentile_index(v.len(), 99.99).map(|i| &v[i])),
+        )
+    };
+    for (q, (count, max, p)) in [
+        ("rocksdb-p1", expect(&truth.kv_reads)),
+        ("rocksdb-p2", expect(&truth.pread)),
+    ] {
+        let i = line_fields(&influx, &format!("ANSWER query={q} "));
+        let l = line_fields(&loom, &format!("ANSWER query={q} "));
+        for (k, want) in [("count", &count), ("max", &max), ("p9999", &p)] {
+            assert_eq!(&i[k], want, "{q} {k} on influxd:\n{all}");
+            assert_eq!(&l[k], want, "{q} {k} on loom-app");
+        }
+    }
+    for (q, want) in [
+        ("rocksdb-p3", truth.page_cache),
+        ("ablation-timerange", truth.slow_reads),
+    ] {
+        let i = line_fields(&influx, &format!("ANSWER query={q} "));
+        let l = line_fields(&loom, &format!("ANSWER query={q} "));
+        assert_eq!(i["count"], want.to_string(), "{q} on influxd:\n{all}");
+        assert_eq!(l["count"], want.to_string(), "{q} on loom-app");
+    }
+    // Every answer line has the shapes figures/logparse.py reads.
+    for q in QUERIES.split(',') {
+        let prefix = format!("Query {q} window [{T0}, {T1}] µs: ");
+        assert!(influx.iter().any(|l| l.starts_with(&prefix)), "{all}");
+        let lat = format!("Query Latency ({q}): ");
+        assert!(
+            influx
+                .iter()
+                .any(|l| l.starts_with(&lat) && l.ends_with(" ms")),
+            "{all}"
+        );
+    }
+
+    // Valkey questions against brute force (no packets or sendto in RocksDB data).
+    let p = truth.kv_reads[influx_percentile_index(n_kv, 99.99).expect("p")];
+    let above = truth.kv_reads.iter().filter(|&&d| d > p).count();
+    let v1 = line_fields(&influx, "ANSWER query=valkey-p1 ");
+    assert_eq!(
+        (v1["p9999"].clone(), v1["count"].clone()),
+        (p.to_string(), above.to_string())
+    );
+    let v2 = line_fields(&influx, "ANSWER query=valkey-p2 ");
+    assert_eq!(v2["count"], above.to_string());
+    assert_eq!(
+        (v2["sendto_p9999"].as_str(), v2["sendto_count"].as_str()),
+        ("none", "0")
+    );
+    let v3 = line_fields(&influx, "ANSWER query=valkey-p3 ");
+    let (max, at) = truth.slowest_read.expect("a slowest read");
+    assert_eq!(v3["max"], max.to_string());
+    assert_eq!(v3["max_time_us"], at.to_string());
+    assert_eq!(v3["packets"], "0");
+
+    // GROUP BY time(1s) over the whole recording equals brute force.
+    let last_s = *truth.per_second.keys().last().expect("seconds");
+    let statement = format!(
+        "SELECT count(duration_us), max(duration_us) FROM kv WHERE op = 'read' AND time >= 0 AND time < {} GROUP BY time(1s)",
+        (last_s + 1) * 1_000_000_000
+    );
+    let tables = runtime()
+        .block_on(influxd.client("cmp").query(&statement))
+        .expect("group by query");
+    let t = &tables[0];
+    assert_eq!(t.rows.len() as u64, last_s + 1, "{t:?}");
+    for row in 0..t.rows.len() {
+        let at_ns = t.get(row, "time").and_then(value_u64).expect("time");
+        let second = at_ns / 1_000_000_000;
+        let got = (
+            t.get(row, "count").and_then(value_u64).unwrap_or(0),
+            t.get(row, "max").and_then(value_u64).unwrap_or(0),
+        );
+        let want = truth.per_second.get(&second).copied().unwrap_or((0, 0));
+        assert_eq!(got, want, "second {second}");
+    }
+}
