@@ -171,6 +171,8 @@ fn influxd_answers_equal_loom_app_and_brute_force() {
         "127.0.0.1:0",
         "--timestamps",
         "event",
+        "--event-offset-us",
+        "0",
         "--query",
         QUERIES,
     ])
