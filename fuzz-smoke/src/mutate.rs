@@ -193,3 +193,92 @@ pub fn reseal_segment(b: &mut [u8], block_size: usize) {
         block += block_size;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Re-sealing must make a damaged input pass the checksum, or the
+    //! mutated inputs would all stop at the first CRC check.
+    use super::*;
+    use crate::samples;
+    use telemetry::{RecordingError, RecordingReader, WireError};
+
+    /// The first error reading `b` as a frame stream, if any.
+    fn frame_error(b: &[u8]) -> Option<WireError> {
+        let mut r = telemetry::wire::FrameReader::new(b);
+        loop {
+            match r.read_batch() {
+                Ok(Some(_)) => {}
+                Ok(None) => return None,
+                Err(e) => return Some(e),
+            }
+        }
+    }
+
+    #[test]
+    fn resealed_frames_pass_the_checksum() {
+        let mut rng = Rng::new(1);
+        for mut frames in samples::frames(&mut rng, 20).expect("samples") {
+            let last = frames.len() - 1;
+            frames[last] ^= 0x40;
+            let broken = frame_error(&frames);
+            assert!(
+                matches!(broken, Some(WireError::ChecksumMismatch { .. })),
+                "{broken:?}"
+            );
+            reseal_frames(&mut frames);
+            let fixed = frame_error(&frames);
+            assert!(
+                !matches!(fixed, Some(WireError::ChecksumMismatch { .. })),
+                "{fixed:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn resealed_recordings_pass_the_checksums() {
+        let mut rng = Rng::new(2);
+        let is_crc = |e: &RecordingError| {
+            matches!(
+                e,
+                RecordingError::HeaderChecksum | RecordingError::BatchChecksum { .. }
+            )
+        };
+        let first_error = |b: &[u8]| match RecordingReader::new(b) {
+            Err(e) => Some(e),
+            Ok(r) => r.filter_map(Result::err).next(),
+        };
+        for mut rec in samples::recordings(&mut rng, 20).expect("samples") {
+            // The header's text length byte, then the last byte of the file.
+            for at in [16, rec.len() - 1] {
+                rec[at] ^= 0x01;
+                assert!(first_error(&rec).is_some_and(|e| is_crc(&e)), "byte {at}");
+                reseal_recording(&mut rec);
+                let e = first_error(&rec);
+                assert!(!e.as_ref().is_some_and(is_crc), "byte {at}: {e:?}");
+                rec[at] ^= 0x01;
+                reseal_recording(&mut rec);
+            }
+        }
+    }
+
+    #[test]
+    fn resealed_segments_pass_the_checksums() {
+        let mut rng = Rng::new(3);
+        let block = loom::fuzz::segment_config().block_size;
+        for mut seg in samples::segments(&mut rng, 6).expect("samples") {
+            // A byte of the first chunk's payload.
+            seg[48] ^= 0x01;
+            let report = |seg: &[u8]| {
+                let dir = tempfile::tempdir().expect("temp dir");
+                std::fs::write(dir.path().join(loom::fuzz::FIRST_SEGMENT), seg).expect("write");
+                let (w, _r) = loom::open(dir.path(), loom::fuzz::segment_config()).expect("open");
+                format!("{:?}", w.recovery())
+            };
+            let broken = report(&seg);
+            assert!(broken.contains("checksum"), "{broken}");
+            reseal_segment(&mut seg, block);
+            let after = report(&seg);
+            assert!(!after.contains("checksum"), "{after}");
+        }
+    }
+}
