@@ -4,8 +4,9 @@
 #
 #   make fuzz-smoke [FUZZ_BUDGET_S=5] [FUZZ_MAX_INPUTS=N] [FUZZ_TARGETS=a,b] [FUZZ_SEED=S]
 #
-# Prints per target: inputs tried, inputs/s, panics, hangs (inputs slower than
-# FUZZ_HANG_MS), and exits non-zero on any panic or hang. Failing inputs are
+# Prints per target: inputs tried, inputs/s, panics, hangs (inputs using more
+# than FUZZ_HANG_MS of CPU time; an input stuck for 10x that, at least 10 s, of
+# wall-clock time ends the run), and exits non-zero on any panic or hang. Failing inputs are
 # saved under $(TMP_DATA_DIR)/fuzz-smoke; replay one with
 #   target/release/fuzz-smoke --replay FILE --targets NAME
 
