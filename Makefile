@@ -32,6 +32,7 @@ build: deps
 test: deps
 	cargo build --release --workspace --bins --examples 2>&1 | tail -n 3
 	cargo test --release --workspace --no-fail-fast
+	$(MAKE) --no-print-directory fuzz-smoke FUZZ_BUDGET_S=3
 	$(MAKE) --no-print-directory figures-test
 
 lint:

@@ -39,6 +39,8 @@
 
 mod config;
 mod error;
+#[cfg(feature = "fuzz")]
+pub mod fuzz;
 mod index;
 mod log;
 mod query;

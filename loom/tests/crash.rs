@@ -1,97 +1,61 @@
-//! A child process ingests and persists now and then and is killed with
-//! SIGKILL at a random moment; the store is reopened and every record that
-//! was persisted (or sat in a flushed block) is there, each source's records
-//! are an exact prefix of what was pushed, and queries over them are exact.
-//! Rounds accumulate in one directory, so writing after a recovery is
-//! covered too.
+//! A child process (`loom-crash-child`, `tests/support/crash_child.rs`)
+//! ingests and persists now and then and is killed with SIGKILL at a random
+//! moment; the store is reopened and every record that was persisted (or sat
+//! in a flushed block) is there, each source's records are an exact prefix of
+//! what was pushed, and queries over them are exact. Rounds accumulate in one
+//! directory, so writing after a recovery is covered too.
+//!
+//! The kill points come from a seed printed at the start (run with
+//! `--nocapture` to see it) and in every failure message. `LOOM_CRASH_SEED=<n>`
+//! replays the same kill points (how many persists to wait for, then how long
+//! to sleep before the kill; the child's speed still varies from run to run),
+//! and `LOOM_CRASH_ROUNDS=<n>` changes the number of kills (default
+//! `DEFAULT_ROUNDS`).
 
 mod common;
+#[path = "support/crash_workload.rs"]
+mod crash_workload;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use common::{record, spec, value_of, Model};
-use loom::{Config, FlushMode, SourceId};
+use common::{spec, value_of, Model};
+use crash_workload::{config, mix, nth, SOURCES};
+use loom::SourceId;
 
-const SOURCES: u64 = 3;
-const CHILD_ENV: &str = "LOOM_CRASH_CHILD_DIR";
+/// Kill points per run when `LOOM_CRASH_ROUNDS` is not set.
+const DEFAULT_ROUNDS: u64 = 50;
 
-fn mix(mut x: u64) -> u64 {
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xff51afd7ed558ccd);
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xc4ceb9fe1a85ec53);
-    x ^ (x >> 33)
-}
-
-/// The k-th record of source s: (timestamp, bytes).
-fn nth(s: u64, k: u64) -> (u64, Vec<u8>) {
-    let h = mix(s << 48 ^ k);
-    (k * 2 + (h & 1), record(h % 2000, (h >> 20) as usize % 16))
-}
-
-fn config() -> Config {
-    Config {
-        chunk_size: 1024,
-        block_size: 16384,
-        segment_size: 16384 * 8,
-        max_blocks_in_memory: 3,
-        flush_mode: FlushMode::Direct,
-        sync_data: false,
-        max_index_lag: 64,
-        sync_interval_ms: 1000,
-        ..Config::default()
+/// A number from the environment, or `default` when the variable is unset.
+fn env_u64(name: &str, default: impl FnOnce() -> u64) -> u64 {
+    match std::env::var(name) {
+        Ok(v) => v
+            .trim()
+            .parse()
+            .unwrap_or_else(|e| panic!("{name}={v:?} is not a number: {e}")),
+        Err(_) => default(),
     }
-}
-
-/// The child's body: runs only when the parent test sets `CHILD_ENV`.
-#[test]
-fn crash_child_entry_point() -> Result<(), Box<dyn std::error::Error>> {
-    let Ok(dir) = std::env::var(CHILD_ENV) else {
-        return Ok(());
-    };
-    let (mut w, _r) = loom::open(std::path::Path::new(&dir), config())?;
-    let mut hs = Vec::new();
-    let mut counts = Vec::new();
-    let snap = w.reader().snapshot();
-    for s in 0..SOURCES {
-        counts.push(snap.record_count(SourceId(s)));
-        hs.push(w.declare_source(SourceId(s), Some(spec()))?);
-    }
-    let mut out = std::io::stdout();
-    writeln!(out, "started {counts:?}")?;
-    let mut step: u64 = mix(counts.iter().sum::<u64>() + 7);
-    for i in 0u64.. {
-        step = mix(step);
-        let s = (step % SOURCES) as usize;
-        let (ts, b) = nth(s as u64, counts[s]);
-        w.push(hs[s], ts, &b)?;
-        counts[s] += 1;
-        if i % 3000 == 2999 {
-            w.persist()?;
-            writeln!(out, "persisted {} {} {}", counts[0], counts[1], counts[2])?;
-            out.flush()?;
-        }
-    }
-    Ok(())
 }
 
 #[test]
 fn killed_writer_loses_nothing_persisted() -> Result<(), Box<dyn std::error::Error>> {
+    let seed = env_u64("LOOM_CRASH_SEED", || {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        mix(now ^ u64::from(std::process::id()))
+    });
+    let rounds = env_u64("LOOM_CRASH_ROUNDS", || DEFAULT_ROUNDS);
+    let replay = format!("seed {seed}; replay with LOOM_CRASH_SEED={seed}");
+    eprintln!("crash test: {rounds} kill points, {replay}");
     let dir = tempfile::tempdir()?;
-    let exe = std::env::current_exe()?;
+    let exe = env!("CARGO_BIN_EXE_loom-crash-child");
     let mut persisted = [0u64; SOURCES as usize];
-    let mut rng = mix(Instant::now().elapsed().as_nanos() as u64 ^ std::process::id() as u64);
-    for round in 0..10 {
-        let mut child = Command::new(&exe)
-            .args([
-                "crash_child_entry_point",
-                "--exact",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD_ENV, dir.path())
+    let mut rng = seed;
+    for round in 0..rounds {
+        let mut child = Command::new(exe)
+            .arg(dir.path())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()?;
@@ -114,18 +78,36 @@ fn killed_writer_loses_nothing_persisted() -> Result<(), Box<dyn std::error::Err
         std::thread::sleep(Duration::from_micros(rng % 20_000));
         child.kill()?;
         child.wait()?;
-        assert!(seen > 0, "round {round}: the child never persisted");
+        assert!(
+            seen > 0,
+            "round {round}: the child never persisted; {replay}"
+        );
 
-        let (mut w, r) = loom::open(dir.path(), config())?;
+        check_recovered(dir.path(), &persisted, round, &replay)?;
+    }
+    Ok(())
+}
+
+/// Reopens the store after a kill and checks it against what the child
+/// pushed: at least every persisted record, each source an exact prefix,
+/// queries exact. Errors name the round, the recovery report and the seed.
+fn check_recovered(
+    dir: &std::path::Path,
+    persisted: &[u64],
+    round: u64,
+    replay: &str,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let (mut w, r) = loom::open(dir, config())?;
+    let recovery = format!("{:?}", w.recovery());
+    let checked = (|| -> Result<(), Box<dyn std::error::Error>> {
         let mut model = Model::default();
         for s in 0..SOURCES {
             w.declare_source(SourceId(s), Some(spec()))?;
             let n = r.snapshot().record_count(SourceId(s));
             assert!(
                 n >= persisted[s as usize],
-                "round {round}: source {s} has {n} records, {} were persisted; recovery: {:?}",
+                "round {round}: source {s} has {n} records, {} were persisted; recovery: {recovery}; {replay}",
                 persisted[s as usize],
-                w.dropped_tail()
             );
             for k in 0..n {
                 let (ts, b) = nth(s, k);
@@ -136,7 +118,7 @@ fn killed_writer_loses_nothing_persisted() -> Result<(), Box<dyn std::error::Err
             assert_eq!(
                 got,
                 model.scan(SourceId(s), 0, u64::MAX),
-                "round {round}: source {s} is not an exact prefix"
+                "round {round}: source {s} is not an exact prefix; {replay}"
             );
         }
         let snap = r.snapshot();
@@ -144,23 +126,31 @@ fn killed_writer_loses_nothing_persisted() -> Result<(), Box<dyn std::error::Err
             let id = SourceId(s);
             let top = snap.latest_timestamp(id).unwrap_or(0);
             for (t0, t1) in [(0, u64::MAX), (top / 3, top / 2), (top / 2, top)] {
-                assert_eq!(snap.aggregate(id, t0, t1)?, model.aggregate(id, t0, t1));
+                let at = format!("round {round}: source {s} window {t0}..{t1}; {replay}");
+                assert_eq!(
+                    snap.aggregate(id, t0, t1)?,
+                    model.aggregate(id, t0, t1),
+                    "{at}"
+                );
                 assert_eq!(
                     snap.percentile(id, t0, t1, 0.99)?,
-                    model.percentile(id, t0, t1, 0.99)
+                    model.percentile(id, t0, t1, 0.99),
+                    "{at}"
                 );
                 let mut n = 0;
                 snap.range_scan(id, t0, t1, 1500, 1999, |_, v, _| {
                     assert!((1500..=1999).contains(&v));
                     n += 1;
                 })?;
-                assert_eq!(n, model.range(id, t0, t1, 1500, 1999).len());
+                assert_eq!(n, model.range(id, t0, t1, 1500, 1999).len(), "{at}");
             }
         }
         assert!(model.records.iter().all(|(_, _, b)| value_of(b) < 2000));
         drop(snap);
-        w.close()?;
-    }
+        Ok(())
+    })();
+    checked.map_err(|e| format!("round {round}: {e}; recovery: {recovery}; {replay}"))?;
+    w.close()?;
     Ok(())
 }
 

@@ -21,6 +21,8 @@
 
 pub mod batch;
 mod error;
+#[cfg(feature = "fuzz")]
+pub mod fuzz;
 pub mod model;
 pub mod record;
 pub mod recording;

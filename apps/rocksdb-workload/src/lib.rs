@@ -43,6 +43,8 @@ pub struct Summary {
     pub ops: u64,
     /// KV op records handed to the destination.
     pub kv_sent: u64,
+    /// Of `kv_sent`, the reads.
+    pub kv_reads_sent: u64,
     /// Syscall records handed to the destination.
     pub syscall_sent: u64,
     /// Page-cache records handed to the destination.
@@ -162,6 +164,7 @@ pub fn run(
         return Err(e);
     }
     summary.kv_sent = counters.kv_sent.load(Ordering::Relaxed);
+    summary.kv_reads_sent = counters.kv_reads_sent.load(Ordering::Relaxed);
     summary.syscall_sent = counters.syscall_sent.load(Ordering::Relaxed);
     summary.page_cache_sent = counters.page_cache_sent.load(Ordering::Relaxed);
     summary.app_dropped = counters.app_dropped.load(Ordering::Relaxed);

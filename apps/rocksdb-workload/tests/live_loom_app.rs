@@ -1,6 +1,7 @@
 //! A 20 s live P3 run (KV ops + syscall and page-cache probes) into the real
-//! `loom-app` endpoint: everything the workload says it sent is received, and
-//! the phase queries return plausible answers over the whole run.
+//! `loom-app` endpoint: everything the workload says it sent is received,
+//! the phase queries count exactly what was sent less at most what loom-app
+//! counted as dropped, and their latency answers are consistent.
 //!
 //! Needs root (the probes load into the kernel) and the `loom-app` binary
 //! next to this test's profile directory (`make test` builds every binary
@@ -114,46 +115,40 @@ fn live_p3_run_into_loom_app_arrives_whole_and_answers_queries() {
             .collect::<Vec<_>>()
             .join("\n")
     );
-    // Everything sent arrived; what loom-app itself dropped is counted.
+    // Everything sent arrived; what loom-app itself dropped is counted, and
+    // every received record not counted as dropped was stored. loom-app's
+    // drop count covers all kinds, so it bounds what each query may miss.
     let stats = find("STATS ");
     let received = num(&stats, "received");
+    let dropped = num(&stats, "dropped");
     assert_eq!(received, summary.sent(), "received vs sent; {summary:?}");
-    assert_eq!(num(&stats, "ingested") + num(&stats, "dropped"), received);
+    assert_eq!(num(&stats, "ingested") + dropped, received);
     assert_eq!(num(&stats, "bad_connections"), 0);
-    let lossless = num(&stats, "dropped") == 0;
     assert!(
-        summary.kv_sent > 0 && summary.syscall_sent > 0,
+        summary.kv_reads_sent > 0 && summary.syscall_sent > 0 && summary.page_cache_sent > 0,
         "{summary:?}"
     );
+    let stored_all_but_counted_drops = |query: &str, stored: u64, sent: u64| {
+        assert!(
+            stored <= sent && stored + dropped >= sent,
+            "{query}: {stored} stored of {sent} sent, loom-app dropped {dropped}: \
+             stored must be sent minus at most the counted drops"
+        );
+    };
 
     // P1: KV read latency over the whole run.
     let p1 = find("ANSWER query=rocksdb-p1");
-    let reads = num(&p1, "count");
-    assert!(
-        reads > 0 && reads <= summary.kv_sent,
-        "reads {reads} of {}",
-        summary.kv_sent
-    );
-    if lossless {
-        assert!(
-            reads * 10 >= summary.kv_sent * 8,
-            "reads {reads} vs 90 % of {}",
-            summary.kv_sent
-        );
-    }
+    stored_all_but_counted_drops("P1 KV reads", num(&p1, "count"), summary.kv_reads_sent);
     assert!(num(&p1, "max") >= num(&p1, "p9999"), "{p1:?}");
-    // P2: pread64 latency (RocksDB reads SST blocks with pread64).
+    // P2: pread64 latency (RocksDB reads SST blocks with pread64). The
+    // workload counts syscall records, not pread64 alone: only a bound.
     let p2 = find("ANSWER query=rocksdb-p2");
     assert!(
         num(&p2, "count") > 0 && num(&p2, "count") <= summary.syscall_sent,
         "{p2:?}"
     );
     assert!(num(&p2, "max") >= num(&p2, "p9999"), "{p2:?}");
-    // P3: page-cache events, all of them when nothing was dropped.
+    // P3: page-cache events.
     let p3 = find("ANSWER query=rocksdb-p3");
-    if lossless {
-        assert_eq!(num(&p3, "count"), summary.page_cache_sent, "{p3:?}");
-    } else {
-        assert!(num(&p3, "count") <= summary.page_cache_sent, "{p3:?}");
-    }
+    stored_all_but_counted_drops("P3 page cache", num(&p3, "count"), summary.page_cache_sent);
 }

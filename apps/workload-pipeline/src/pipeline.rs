@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{never, select, Receiver, Sender, TrySendError};
 use probes::ProbeEvent;
-use telemetry::{Batch, Record};
+use telemetry::{Batch, KvOpKind, Record};
 
 use crate::clock::Epoch;
 use crate::sink::Sink;
@@ -22,6 +22,8 @@ const IDLE_FLUSH: Duration = Duration::from_millis(20);
 pub struct Counters {
     /// KV op records handed to the sink.
     pub kv_sent: AtomicU64,
+    /// Of `kv_sent`, the reads (the records the P1 question is about).
+    pub kv_reads_sent: AtomicU64,
     /// Syscall records handed to the sink.
     pub syscall_sent: AtomicU64,
     /// Page-cache records handed to the sink.
@@ -121,10 +123,15 @@ pub fn run_sender(
             recv(app_ref) -> msg => match msg {
                 Ok(records) => {
                     let kv = records.len() as u64;
+                    let reads = records
+                        .iter()
+                        .filter(|r| matches!(r, Record::KvOp(op) if op.op == KvOpKind::Read))
+                        .count() as u64;
                     batch.arrival_us = epoch.us_now();
                     batch.records = records;
                     sink.write(&batch)?;
                     counters.kv_sent.fetch_add(kv, Ordering::Relaxed);
+                    counters.kv_reads_sent.fetch_add(reads, Ordering::Relaxed);
                 }
                 Err(_) => app_rx = None,
             },
@@ -158,7 +165,7 @@ pub fn run_sender(
 mod tests {
     use super::*;
     use probes::{PageCacheEvent, SyscallEvent};
-    use telemetry::{KvOp, KvOpKind};
+    use telemetry::KvOp;
 
     fn kv(i: u64) -> Record {
         Record::KvOp(KvOp {

@@ -50,6 +50,14 @@ impl Meter {
             .fetch_add(records, Ordering::Relaxed);
     }
 
+    /// Each thread's count, in thread order.
+    pub fn per_thread(&self) -> Vec<u64> {
+        self.counters
+            .iter()
+            .map(|c| c.0.load(Ordering::Relaxed))
+            .collect()
+    }
+
     /// Sum over all threads.
     pub fn total(&self) -> u64 {
         self.counters

@@ -265,6 +265,14 @@ pub fn run(cfg: &RunConfig) -> Result<Summary> {
             secs
         }
     };
+    // What each writer wrote, so a kept store can be checked against it
+    // (tests/smoke.rs does); `figures/` reads only the stdout line.
+    let per_thread: Vec<String> = meter.per_thread().iter().map(u64::to_string).collect();
+    eprintln!(
+        "[ingest-scaling] {label} written: records={} per_thread={}",
+        meter.total(),
+        per_thread.join(",")
+    );
     if !cfg.keep_data {
         storage::clear(dir)?;
     }

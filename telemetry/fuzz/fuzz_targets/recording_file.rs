@@ -1,15 +1,6 @@
-//! Recording files: reading arbitrary bytes must never panic.
+//! Recording files: see `telemetry::fuzz::recording_file`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use telemetry::RecordingReader;
 
-fuzz_target!(|data: &[u8]| {
-    if let Ok(reader) = RecordingReader::new(data) {
-        for batch in reader {
-            if batch.is_err() {
-                break;
-            }
-        }
-    }
-});
+fuzz_target!(|data: &[u8]| telemetry::fuzz::recording_file(data));

@@ -1,0 +1,60 @@
+//! Bodies of the fuzz targets for telemetry's decoders of outside bytes
+//! (wire frames, recording files, batch payloads), shared by the cargo-fuzz
+//! targets (`telemetry/fuzz/`, nightly) and the stable `fuzz-smoke` driver,
+//! so both run the same checks. Built only with the `fuzz` feature.
+//!
+//! A body returns normally for any input; it panics only when a decoder
+//! panics or breaks a property checked here, which is what a fuzzer reports.
+
+use crate::batch::decode_payload;
+use crate::wire::{decode_frame, encode_frame, FrameReader};
+use crate::{Batch, Kind, RecordingReader};
+
+/// Largest payload the frame target accepts (1 MiB), so huge declared
+/// lengths are refused instead of allocated.
+pub const FRAME_MAX_PAYLOAD: usize = 1 << 20;
+
+/// Wire frames: decoding any bytes must not panic, a decoded frame must
+/// re-encode to exactly the bytes it was decoded from, and reading the bytes
+/// as a stream of frames must end (with an error or cleanly).
+pub fn wire_frame(data: &[u8]) {
+    if let Ok((batch, used)) = decode_frame(data, FRAME_MAX_PAYLOAD) {
+        let mut again = Vec::new();
+        if let Err(e) = encode_frame(&batch, &mut again) {
+            panic!("a decoded batch does not re-encode: {e}");
+        }
+        assert_eq!(&again[..], &data[..used], "frame re-encodes differently");
+    }
+    let mut r = FrameReader::with_max_payload(data, FRAME_MAX_PAYLOAD);
+    while let Ok(Some(_)) = r.read_batch() {}
+}
+
+/// Recording files: reading any bytes must not panic, and the reader stops
+/// at its first error.
+pub fn recording_file(data: &[u8]) {
+    if let Ok(reader) = RecordingReader::new(data) {
+        for batch in reader {
+            if batch.is_err() {
+                break;
+            }
+        }
+    }
+}
+
+/// Batch payloads and index extractors: the first byte is the declared
+/// record count, the rest the payload. Decoding must not panic, decoded
+/// records must re-encode to the same payload, and every extractor must
+/// accept any bytes.
+pub fn record_decode(data: &[u8]) {
+    let Some((&count, payload)) = data.split_first() else {
+        return;
+    };
+    if let Ok(records) = decode_payload(payload, u32::from(count)) {
+        let mut again = Vec::new();
+        Batch::new(0, records).encode_payload_into(&mut again);
+        assert_eq!(&again[..], payload, "payload re-encodes differently");
+    }
+    for k in [Kind::KvOp, Kind::Syscall, Kind::PageCache, Kind::Packet] {
+        let _ = (k.extractor())(payload);
+    }
+}
