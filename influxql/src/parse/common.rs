@@ -94,7 +94,7 @@ pub fn expect<'a, T>(
 /// A committed failure at `input` with a message of its own.
 pub fn fail_at<T>(input: &str, message: impl Into<String>) -> PResult<'_, T> {
     Err(nom::Err::Failure(Fail {
-        input,
+        input: input.trim_start(),
         expected: Some(message.into()),
     }))
 }
