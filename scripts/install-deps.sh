@@ -11,6 +11,7 @@ PACKAGES=(
   librocksdb-dev libsnappy-dev liblz4-dev libzstd-dev libbz2-dev
   liblmdb-dev
   python3 python3-venv
+  influxdb-client                  # the `influx` CLI (1.x) the InfluxQL client test drives
 )
 
 SUDO=""
