@@ -41,7 +41,10 @@ fn schemas() -> Vec<SourceSchema> {
         kv("write"),
         SourceSchema {
             measurement: "syscall".into(),
-            tags: vec![("name".into(), "pread64".into()), ("nr".into(), "17".into())],
+            tags: vec![
+                ("name".into(), "pread64".into()),
+                ("nr".into(), "17".into()),
+            ],
             fields: vec![
                 field("pid", 0, FieldType::U32),
                 field("start_us", 8, FieldType::U64),
@@ -57,7 +60,10 @@ fn schemas() -> Vec<SourceSchema> {
         SourceSchema {
             measurement: "pagecache".into(),
             tags: vec![],
-            fields: vec![field("pfn", 0, FieldType::U64), field("inode", 8, FieldType::U64)],
+            fields: vec![
+                field("pfn", 0, FieldType::U64),
+                field("inode", 8, FieldType::U64),
+            ],
             index: None,
         },
     ]
@@ -213,7 +219,13 @@ impl Stmt {
     }
 
     fn needs_bounds(&self) -> bool {
-        matches!(self.kind, Kind::Aggregate { interval: Some(_), .. })
+        matches!(
+            self.kind,
+            Kind::Aggregate {
+                interval: Some(_),
+                ..
+            }
+        )
     }
 
     fn text(&self) -> String {
@@ -346,7 +358,10 @@ fn expected(st: &Stmt, recs: &[Rec], schemas: &[SourceSchema]) -> Vec<SeriesResu
     let mut groups: BTreeMap<Vec<(String, String)>, Vec<usize>> = BTreeMap::new();
     for &i in &series {
         let key = if grouped {
-            vec![("op".to_string(), schemas[i].tag("op").unwrap_or("").to_string())]
+            vec![(
+                "op".to_string(),
+                schemas[i].tag("op").unwrap_or("").to_string(),
+            )]
         } else {
             vec![]
         };
@@ -363,7 +378,11 @@ fn expected(st: &Stmt, recs: &[Rec], schemas: &[SourceSchema]) -> Vec<SeriesResu
         for (pos, &i) in members.iter().enumerate() {
             for r in recs.iter().filter(|r| r.source == i && in_window(r.ts)) {
                 if let Some((f, op, c)) = st.field_filter {
-                    if !holds(value_of(&schemas[i], fields[f % fields.len()], &r.bytes), OPS[op], c) {
+                    if !holds(
+                        value_of(&schemas[i], fields[f % fields.len()], &r.bytes),
+                        OPS[op],
+                        c,
+                    ) {
                         continue;
                     }
                 }
@@ -391,7 +410,10 @@ fn expected(st: &Stmt, recs: &[Rec], schemas: &[SourceSchema]) -> Vec<SeriesResu
                         c.sort();
                         c
                     }
-                    Some(fs) => fs.iter().map(|&k| (fields[k % fields.len()].to_string(), true)).collect(),
+                    Some(fs) => fs
+                        .iter()
+                        .map(|&k| (fields[k % fields.len()].to_string(), true))
+                        .collect(),
                 };
                 let mut seen: BTreeMap<String, u32> = BTreeMap::new();
                 for c in cols.iter_mut() {
@@ -403,7 +425,10 @@ fn expected(st: &Stmt, recs: &[Rec], schemas: &[SourceSchema]) -> Vec<SeriesResu
                 }
                 let srcs: Vec<String> = match sel {
                     None => cols.iter().map(|c| c.0.clone()).collect(),
-                    Some(fs) => fs.iter().map(|&k| fields[k % fields.len()].to_string()).collect(),
+                    Some(fs) => fs
+                        .iter()
+                        .map(|&k| fields[k % fields.len()].to_string())
+                        .collect(),
                 };
                 columns = std::iter::once("time".to_string())
                     .chain(cols.iter().map(|c| c.0.clone()))
@@ -433,48 +458,50 @@ fn expected(st: &Stmt, recs: &[Rec], schemas: &[SourceSchema]) -> Vec<SeriesResu
                     *n += 1;
                 }
                 columns = std::iter::once("time".to_string()).chain(names).collect();
-                let eval = |pts: &[&(u64, usize, &[u8], &SourceSchema)]| -> Vec<(Cell, Option<u64>)> {
-                    calls
-                        .iter()
-                        .map(|&(f, x)| {
-                            let fld = fields[x % fields.len()];
-                            let mut vs: Vec<(u64, u64)> =
-                                pts.iter().map(|p| (value_of(p.3, fld, p.2), p.0)).collect();
-                            let n = vs.len() as u64;
-                            let sum: u128 = vs.iter().map(|v| u128::from(v.0)).sum();
-                            vs.sort();
-                            match FUNCS[f] {
-                                "count" => (Cell::UInt(n), None),
-                                _ if n == 0 => (Cell::Null, None),
-                                "sum" => (Cell::UInt(sum as u64), None),
-                                "mean" => (Cell::Float(sum as f64 / n as f64), None),
-                                "min" => (Cell::UInt(vs[0].0), Some(vs[0].1)),
-                                "max" => {
-                                    let mx = vs[vs.len() - 1].0;
-                                    let t = vs.iter().find(|v| v.0 == mx).map(|v| v.1);
-                                    (Cell::UInt(mx), t)
-                                }
-                                _ => {
-                                    let p = PCTS[x % PCTS.len()];
-                                    let k = ((n as f64) * p / 100.0 + 0.5).floor();
-                                    if k < 1.0 || k > n as f64 {
-                                        (Cell::Null, None)
-                                    } else {
-                                        let v = vs[k as usize - 1].0;
-                                        let t = vs.iter().find(|e| e.0 == v).map(|e| e.1);
-                                        (Cell::UInt(v), t)
+                let eval =
+                    |pts: &[&(u64, usize, &[u8], &SourceSchema)]| -> Vec<(Cell, Option<u64>)> {
+                        calls
+                            .iter()
+                            .map(|&(f, x)| {
+                                let fld = fields[x % fields.len()];
+                                let mut vs: Vec<(u64, u64)> =
+                                    pts.iter().map(|p| (value_of(p.3, fld, p.2), p.0)).collect();
+                                let n = vs.len() as u64;
+                                let sum: u128 = vs.iter().map(|v| u128::from(v.0)).sum();
+                                vs.sort();
+                                match FUNCS[f] {
+                                    "count" => (Cell::UInt(n), None),
+                                    _ if n == 0 => (Cell::Null, None),
+                                    "sum" => (Cell::UInt(sum as u64), None),
+                                    "mean" => (Cell::Float(sum as f64 / n as f64), None),
+                                    "min" => (Cell::UInt(vs[0].0), Some(vs[0].1)),
+                                    "max" => {
+                                        let mx = vs[vs.len() - 1].0;
+                                        let t = vs.iter().find(|v| v.0 == mx).map(|v| v.1);
+                                        (Cell::UInt(mx), t)
+                                    }
+                                    _ => {
+                                        let p = PCTS[x % PCTS.len()];
+                                        let k = ((n as f64) * p / 100.0 + 0.5).floor();
+                                        if k < 1.0 || k > n as f64 {
+                                            (Cell::Null, None)
+                                        } else {
+                                            let v = vs[k as usize - 1].0;
+                                            let t = vs.iter().find(|e| e.0 == v).map(|e| e.1);
+                                            (Cell::UInt(v), t)
+                                        }
                                     }
                                 }
-                            }
-                        })
-                        .collect()
-                };
+                            })
+                            .collect()
+                    };
                 match interval {
                     None => {
                         let pts: Vec<_> = rows.iter().collect();
                         if !pts.is_empty() {
                             let cells = eval(&pts);
-                            let selector = calls.len() == 1 && matches!(FUNCS[calls[0].0], "min" | "max" | "percentile");
+                            let selector = calls.len() == 1
+                                && matches!(FUNCS[calls[0].0], "min" | "max" | "percentile");
                             let time = if selector {
                                 cells[0].1.map(|t| i128::from(t) * 1000)
                             } else {
@@ -488,7 +515,9 @@ fn expected(st: &Stmt, recs: &[Rec], schemas: &[SourceSchema]) -> Vec<SeriesResu
                         }
                     }
                     Some((iv, fill_none)) => {
-                        let (Some(lo), Some(hi)) = (lo, hi) else { unreachable!() };
+                        let (Some(lo), Some(hi)) = (lo, hi) else {
+                            unreachable!()
+                        };
                         let t0 = (lo + 999).div_euclid(1000).max(0) as u64;
                         let t1 = hi.div_euclid(1000);
                         if t1 >= 0 && t0 as i128 <= t1 {
@@ -541,14 +570,19 @@ fn expected(st: &Stmt, recs: &[Rec], schemas: &[SourceSchema]) -> Vec<SeriesResu
     out
 }
 
-fn build(raw: &[(usize, u64, u64, u64, bool)]) -> (tempfile::TempDir, loom::Writer, Reader, Vec<Rec>) {
+fn build(
+    raw: &[(usize, u64, u64, u64, bool)],
+) -> (tempfile::TempDir, loom::Writer, Reader, Vec<Rec>) {
     let dir = tempfile::tempdir().expect("tempdir");
     let (mut w, r) = loom::open(dir.path(), config()).expect("open");
     let schemas = schemas();
     let handles: Vec<_> = schemas
         .iter()
         .enumerate()
-        .map(|(i, s)| w.declare(SourceId(100 + i as u64), s.clone()).expect("declare"))
+        .map(|(i, s)| {
+            w.declare(SourceId(100 + i as u64), s.clone())
+                .expect("declare")
+        })
         .collect();
     let mut ts = 0u64;
     let mut recs = Vec::new();

@@ -35,7 +35,8 @@ fn store() -> (tempfile::TempDir, loom::Writer, loom::Reader) {
         )
         .expect("declare");
     for i in 1..=100u64 {
-        w.push(h, 1_000_000 * i, &(i * 3).to_le_bytes()).expect("push");
+        w.push(h, 1_000_000 * i, &(i * 3).to_le_bytes())
+            .expect("push");
     }
     w.sync();
     (dir, w, r)
@@ -44,7 +45,8 @@ fn store() -> (tempfile::TempDir, loom::Writer, loom::Reader) {
 /// Sends raw bytes, returns (status, headers, body).
 fn raw(addr: &str, req: &[u8]) -> (u16, String, String) {
     let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+    s.set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
     s.write_all(req).expect("write");
     let mut buf = Vec::new();
     let _ = s.read_to_end(&mut buf);
@@ -81,7 +83,10 @@ fn api_answers_like_influxdb_1x() {
     let server = serve(l, r, HttpConfig::default()).expect("serve");
     let addr = server.local_addr().to_string();
 
-    let (st, head, _) = raw(&addr, b"GET /ping HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let (st, head, _) = raw(
+        &addr,
+        b"GET /ping HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
     assert_eq!(st, 204);
     assert!(head.contains("x-influxdb-version: 1.8"), "{head}");
 
@@ -90,14 +95,30 @@ fn api_answers_like_influxdb_1x() {
     assert_eq!(st, 200, "{body}");
     let v = json(&body);
     assert_eq!(v["results"][0]["statement_id"], 0);
-    assert_eq!(v["results"][0]["series"][0]["columns"], serde_json::json!(["time", "max", "percentile"]));
-    assert_eq!(v["results"][0]["series"][0]["values"][0], serde_json::json!([0, 300, 150]));
+    assert_eq!(
+        v["results"][0]["series"][0]["columns"],
+        serde_json::json!(["time", "max", "percentile"])
+    );
+    assert_eq!(
+        v["results"][0]["series"][0]["values"][0],
+        serde_json::json!([0, 300, 150])
+    );
     assert_eq!(v["results"][1]["statement_id"], 1);
-    assert_eq!(v["results"][1]["series"][0]["values"][0], serde_json::json!([50, 51]));
+    assert_eq!(
+        v["results"][1]["series"][0]["values"][0],
+        serde_json::json!([50, 51])
+    );
 
     // RFC 3339 by default; a selector alone reports its point's time.
-    let (_, _, body) = get(&addr, &format!("q={}", enc("SELECT max(duration_us) FROM kv")), "");
-    assert_eq!(json(&body)["results"][0]["series"][0]["values"][0], serde_json::json!(["1970-01-01T00:01:40Z", 300]));
+    let (_, _, body) = get(
+        &addr,
+        &format!("q={}", enc("SELECT max(duration_us) FROM kv")),
+        "",
+    );
+    assert_eq!(
+        json(&body)["results"][0]["series"][0]["values"][0],
+        serde_json::json!(["1970-01-01T00:01:40Z", 300])
+    );
 
     // Form POST.
     let form = format!("q={}&epoch=ms", enc("SELECT min(duration_us) FROM kv"));
@@ -106,13 +127,30 @@ fn api_answers_like_influxdb_1x() {
         format!("POST /query HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{form}", form.len()).as_bytes(),
     );
     assert_eq!(st, 200, "{body}");
-    assert_eq!(json(&body)["results"][0]["series"][0]["values"][0], serde_json::json!([1000, 3]));
+    assert_eq!(
+        json(&body)["results"][0]["series"][0]["values"][0],
+        serde_json::json!([1000, 3])
+    );
 
     // Refusals: outside the subset, parse errors, semantic errors, bad params.
-    let (st, _, body) = get(&addr, &format!("q={}", enc("SELECT top(duration_us, 3) FROM kv")), "");
+    let (st, _, body) = get(
+        &addr,
+        &format!("q={}", enc("SELECT top(duration_us, 3) FROM kv")),
+        "",
+    );
     assert_eq!(st, 400);
-    assert!(json(&body)["error"].as_str().unwrap_or("").contains("top()"), "{body}");
-    let (st, _, body) = get(&addr, &format!("q={}", enc("SELECT * FROM kv WHERE op = 'a' OR op = 'b'")), "");
+    assert!(
+        json(&body)["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("top()"),
+        "{body}"
+    );
+    let (st, _, body) = get(
+        &addr,
+        &format!("q={}", enc("SELECT * FROM kv WHERE op = 'a' OR op = 'b'")),
+        "",
+    );
     assert_eq!(st, 400);
     assert!(body.contains("OR"), "{body}");
     let (st, _, body) = get(&addr, &format!("q={}", enc("SELECT max(x FROM kv")), "");
@@ -120,18 +158,41 @@ fn api_answers_like_influxdb_1x() {
     assert!(body.contains("at char"), "{body}");
     let (st, _, body) = get(&addr, &format!("q={}", enc("SELECT max(nope) FROM kv")), "");
     assert_eq!(st, 200);
-    assert!(json(&body)["results"][0]["error"].as_str().unwrap_or("").contains("nope"), "{body}");
-    let (st, _, body) = get(&addr, &format!("q={}", enc("SELECT percentile(op, 5) FROM kv")), "");
+    assert!(
+        json(&body)["results"][0]["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("nope"),
+        "{body}"
+    );
+    let (st, _, body) = get(
+        &addr,
+        &format!("q={}", enc("SELECT percentile(op, 5) FROM kv")),
+        "",
+    );
     assert_eq!(st, 200);
-    assert!(body.contains("percentile() needs a numeric field"), "{body}");
+    assert!(
+        body.contains("percentile() needs a numeric field"),
+        "{body}"
+    );
     let (st, _, body) = get(&addr, "db=x", "");
     assert_eq!(st, 400);
     assert!(body.contains("\\\"q\\\"") || body.contains("q"), "{body}");
-    let (st, _, body) = get(&addr, &format!("q={}&epoch=fortnight", enc("SHOW MEASUREMENTS")), "");
+    let (st, _, body) = get(
+        &addr,
+        &format!("q={}&epoch=fortnight", enc("SHOW MEASUREMENTS")),
+        "",
+    );
     assert_eq!(st, 400, "{body}");
-    let (st, _, _) = raw(&addr, b"DELETE /query HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let (st, _, _) = raw(
+        &addr,
+        b"DELETE /query HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
     assert_eq!(st, 405);
-    let (st, _, _) = raw(&addr, b"GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let (st, _, _) = raw(
+        &addr,
+        b"GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
     assert_eq!(st, 404);
     let big = vec![b'a'; (1 << 20) + 10];
     let mut req = format!("POST /query HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", big.len()).into_bytes();
@@ -160,7 +221,10 @@ fn token_is_required_when_configured() {
     assert_eq!(get(&addr, &q, "Authorization: Token s3cret\r\n").0, 200);
     assert_eq!(get(&addr, &q, "Authorization: Token nope\r\n").0, 401);
     // base64("me:s3cret")
-    assert_eq!(get(&addr, &q, "Authorization: Basic bWU6czNjcmV0\r\n").0, 200);
+    assert_eq!(
+        get(&addr, &q, "Authorization: Basic bWU6czNjcmV0\r\n").0,
+        200
+    );
     assert_eq!(get(&addr, &q, "Authorization: Basic !!!\r\n").0, 401);
     server.stop();
 }
@@ -186,7 +250,12 @@ fn row_limit_is_an_error_not_a_truncation() {
         ..req
     };
     let body = String::from_utf8_lossy(&handle(&r, &cfg, &req).body).to_string();
-    assert_eq!(json(&body)["results"][0]["series"][0]["values"].as_array().map(Vec::len), Some(5));
+    assert_eq!(
+        json(&body)["results"][0]["series"][0]["values"]
+            .as_array()
+            .map(Vec::len),
+        Some(5)
+    );
 }
 
 #[test]

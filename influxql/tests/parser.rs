@@ -17,7 +17,10 @@ fn number() -> impl Strategy<Value = String> {
     prop_oneof![
         (0u64..u64::MAX).prop_map(|v| v.to_string()),
         (0u32..1000, 0u32..1000).prop_map(|(a, b)| format!("{a}.{b}")),
-        (1u32..15_000, prop::sample::select(vec!["ns", "u", "ms", "s", "m", "h", "d", "w"]))
+        (
+            1u32..15_000,
+            prop::sample::select(vec!["ns", "u", "ms", "s", "m", "h", "d", "w"])
+        )
             .prop_map(|(v, u)| format!("{v}{u}")),
         (0i64..1000).prop_map(|v| format!("-{v}")),
     ]
@@ -53,7 +56,10 @@ fn projection() -> impl Strategy<Value = String> {
     prop_oneof![
         Just("*".to_string()),
         ident(),
-        (prop::sample::select(vec!["count", "MAX", "percentile", "mean", "foo"]), ident())
+        (
+            prop::sample::select(vec!["count", "MAX", "percentile", "mean", "foo"]),
+            ident()
+        )
             .prop_map(|(f, a)| format!("{f}({a})")),
         (ident(), number()).prop_map(|(a, n)| format!("percentile({a}, {n})")),
         (ident(), ident()).prop_map(|(a, b)| format!("{a} AS {b}")),
@@ -66,8 +72,17 @@ fn statement() -> impl Strategy<Value = String> {
         ident(),
         prop::option::of(condition()),
         prop::option::of((1u32..100, prop::option::of(ident()))),
-        prop::option::of(prop::sample::select(vec!["fill(null)", "fill(none)", "fill(previous)", "fill(3)"])),
-        prop::option::of(prop::sample::select(vec!["ORDER BY time DESC", "ORDER BY time ASC", "order by time"])),
+        prop::option::of(prop::sample::select(vec![
+            "fill(null)",
+            "fill(none)",
+            "fill(previous)",
+            "fill(3)",
+        ])),
+        prop::option::of(prop::sample::select(vec![
+            "ORDER BY time DESC",
+            "ORDER BY time ASC",
+            "order by time",
+        ])),
         prop::option::of(0u64..1000),
     )
         .prop_map(|(p, m, c, g, f, o, l)| {
@@ -172,11 +187,21 @@ fn canonical_forms() {
         p("select MAX(duration_us),percentile(duration_us,99.99) from kv where op='read' and time>=now()-80s and time<=now()-20s"),
         "SELECT max(duration_us), percentile(duration_us, 99.99) FROM kv WHERE op = 'read' AND time >= now() - 80s AND time <= now() - 20s"
     );
-    assert_eq!(p("SELECT \"limit\" FROM \"my kv\""), "SELECT \"limit\" FROM \"my kv\"");
+    assert_eq!(
+        p("SELECT \"limit\" FROM \"my kv\""),
+        "SELECT \"limit\" FROM \"my kv\""
+    );
     assert_eq!(p("SELECT count(x) FROM kv WHERE time > 1700000000000000000 GROUP BY time(60000ms) fill(none)"),
         "SELECT count(x) FROM kv WHERE time > 1700000000000000000 GROUP BY time(1m) fill(none)");
-    assert_eq!(p("SELECT x FROM db.rp.kv WHERE (a = 1 OR b = 2) AND c <> 3"),
-        "SELECT x FROM db.rp.kv WHERE (a = 1 OR b = 2) AND c != 3");
+    assert_eq!(
+        p("SELECT x FROM db.rp.kv WHERE (a = 1 OR b = 2) AND c <> 3"),
+        "SELECT x FROM db.rp.kv WHERE (a = 1 OR b = 2) AND c != 3"
+    );
     assert_eq!(p("SELECT x FROM db..kv"), "SELECT x FROM db..kv");
-    assert_eq!(parse_statements("SHOW MEASUREMENTS; SHOW FIELD KEYS;").unwrap().len(), 2);
+    assert_eq!(
+        parse_statements("SHOW MEASUREMENTS; SHOW FIELD KEYS;")
+            .unwrap()
+            .len(),
+        2
+    );
 }

@@ -134,7 +134,23 @@ impl Drop for App {
 
 fn start_app(store: &Path) -> (App, String, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_loom-app"))
-        .args(["--addr", "127.0.0.1:0", "--http", "127.0.0.1:0", "--timestamps", "event", "--event-offset-us", "0", "--query", "probe-effect", "--persist-interval-ms", "200", "--queue-capacity", "1000000", "--loom-path"])
+        .args([
+            "--addr",
+            "127.0.0.1:0",
+            "--http",
+            "127.0.0.1:0",
+            "--timestamps",
+            "event",
+            "--event-offset-us",
+            "0",
+            "--query",
+            "probe-effect",
+            "--persist-interval-ms",
+            "200",
+            "--queue-capacity",
+            "1000000",
+            "--loom-path",
+        ])
         .arg(store)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -169,13 +185,19 @@ fn replay_into(rec: &Path, addr: &str) {
 
 /// Rows of the first series of `stmt`'s result, InfluxDB JSON.
 fn rows(v: &Value) -> Vec<Value> {
-    v["series"][0]["values"].as_array().cloned().unwrap_or_default()
+    v["series"][0]["values"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
 }
 
 fn http_get(http: &str, q: &str) -> Value {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(http).expect("connect to the HTTP API");
-    let req = format!("GET /query?epoch=u&q={} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", form(q));
+    let req = format!(
+        "GET /query?epoch=u&q={} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        form(q)
+    );
     s.write_all(req.as_bytes()).expect("send");
     let mut buf = String::new();
     s.read_to_string(&mut buf).expect("read");
@@ -213,11 +235,22 @@ fn venv_python() -> PathBuf {
     let venv = root.join("target/influxql-venv");
     let py = venv.join("bin/python");
     let req = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/requirements.txt");
-    let ok = Command::new(&py).args(["-c", "import influxdb"]).status().is_ok_and(|s| s.success());
+    let ok = Command::new(&py)
+        .args(["-c", "import influxdb"])
+        .status()
+        .is_ok_and(|s| s.success());
     if !ok {
-        let s = Command::new("python3").args(["-m", "venv"]).arg(&venv).status().expect("python3 -m venv (install python3-venv)");
+        let s = Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .status()
+            .expect("python3 -m venv (install python3-venv)");
         assert!(s.success(), "creating {}", venv.display());
-        let s = Command::new(venv.join("bin/pip")).args(["install", "-q", "-r"]).arg(&req).status().expect("pip");
+        let s = Command::new(venv.join("bin/pip"))
+            .args(["install", "-q", "-r"])
+            .arg(&req)
+            .status()
+            .expect("pip");
         assert!(s.success(), "pip install -r {}", req.display());
     }
     py
@@ -250,8 +283,13 @@ fn influx_cli_and_python_client_match_brute_force() {
             .args(["-host", "127.0.0.1", "-port", &port, "-database", "loom", "-precision", "u", "-format", "json", "-execute", q])
             .output()
             .expect("run `influx` (Debian package influxdb-client; scripts/install-deps.sh installs it)");
-        assert!(o.status.success(), "influx: {}", String::from_utf8_lossy(&o.stderr));
-        let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stdout)));
+        assert!(
+            o.status.success(),
+            "influx: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let v: Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stdout)));
         assert_eq!(&rows(&v["results"][0]), want, "influx CLI: {q}");
     }
 
@@ -263,11 +301,18 @@ fn influx_cli_and_python_client_match_brute_force() {
         .args(qs.iter().map(|q| q.0.as_str()))
         .output()
         .expect("python client");
-    assert!(o.status.success(), "python: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "python: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let out = String::from_utf8_lossy(&o.stdout).to_string();
     let mut lines = out.lines();
     let ping: Value = serde_json::from_str(lines.next().expect("ping line")).expect("json");
-    assert!(ping["ping"].as_str().is_some_and(|v| v.starts_with("1.")), "{ping}");
+    assert!(
+        ping["ping"].as_str().is_some_and(|v| v.starts_with("1.")),
+        "{ping}"
+    );
     for ((q, cols, want), line) in qs.iter().zip(lines) {
         let v: Value = serde_json::from_str(line).expect("json line");
         let got: Vec<Value> = v["points"]
@@ -284,14 +329,22 @@ fn influx_cli_and_python_client_match_brute_force() {
     std::thread::sleep(Duration::from_millis(600));
     let loom = |q: &str| -> Value {
         let bin = Path::new(env!("CARGO_BIN_EXE_loom-app")).with_file_name("loom");
-        assert!(bin.exists(), "{} missing: build the loom CLI (cargo build -p loom-cli)", bin.display());
+        assert!(
+            bin.exists(),
+            "{} missing: build the loom CLI (cargo build -p loom-cli)",
+            bin.display()
+        );
         let o = Command::new(bin)
             .args(["query", "--format", "json", "--store"])
             .arg(&store)
             .arg(q)
             .output()
             .expect("loom query");
-        assert!(o.status.success(), "loom query: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "loom query: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         serde_json::from_slice(&o.stdout).expect("json")
     };
     let ns_rows = |v: &Value| -> Vec<Value> {
@@ -307,11 +360,19 @@ fn influx_cli_and_python_client_match_brute_force() {
             .collect()
     };
     for (q, _, want) in &qs {
-        assert_eq!(&ns_rows(&loom(q)), want, "loom query --store (writer alive): {q}");
+        assert_eq!(
+            &ns_rows(&loom(q)),
+            want,
+            "loom query --store (writer alive): {q}"
+        );
     }
     // After SIGKILL: the store still answers read-only from what was durable.
     drop(app);
     for (q, _, want) in &qs {
-        assert_eq!(&ns_rows(&loom(q)), want, "loom query --store (after SIGKILL): {q}");
+        assert_eq!(
+            &ns_rows(&loom(q)),
+            want,
+            "loom query --store (after SIGKILL): {q}"
+        );
     }
 }

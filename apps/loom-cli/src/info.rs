@@ -61,7 +61,10 @@ pub fn describe(dir: &Path) -> anyhow::Result<String> {
     }
     let others = snap.sources().len() - schemas.len();
     if others > 0 {
-        writeln!(out, "{others} source(s) without a schema (not visible to InfluxQL)")?;
+        writeln!(
+            out,
+            "{others} source(s) without a schema (not visible to InfluxQL)"
+        )?;
     }
     writeln!(
         out,

@@ -57,7 +57,10 @@ enum Command {
 
 /// Ask Loom questions in InfluxQL.
 #[derive(Parser, Debug)]
-#[command(name = "loom", about = "Ask Loom questions in InfluxQL; describe a store")]
+#[command(
+    name = "loom",
+    about = "Ask Loom questions in InfluxQL; describe a store"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -6,9 +6,10 @@ fn text(v: &Value, column: &str) -> String {
     match v {
         Value::Null => String::new(),
         Value::String(s) => s.clone(),
-        Value::Number(n) if column == "time" => n
-            .as_i64()
-            .map_or_else(|| n.to_string(), |ns| influxql::encode::rfc3339(i128::from(ns))),
+        Value::Number(n) if column == "time" => n.as_i64().map_or_else(
+            || n.to_string(),
+            |ns| influxql::encode::rfc3339(i128::from(ns)),
+        ),
         other => other.to_string(),
     }
 }
@@ -152,7 +153,13 @@ pub fn csv(json: &Value) -> String {
                 .map(|c| c.as_str().unwrap_or("").to_string())
                 .collect();
             out.push_str("name,tags,");
-            out.push_str(&cols.iter().map(|c| csv_cell(c)).collect::<Vec<_>>().join(","));
+            out.push_str(
+                &cols
+                    .iter()
+                    .map(|c| csv_cell(c))
+                    .collect::<Vec<_>>()
+                    .join(","),
+            );
             out.push('\n');
             let name = csv_cell(s["name"].as_str().unwrap_or(""));
             let t = csv_cell(&tags(s));

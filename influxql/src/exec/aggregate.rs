@@ -11,6 +11,9 @@ use crate::exec::value::{value_cmp, Sum};
 use crate::plan::{AggregatePlan, Call, Func, Group};
 use crate::result::{Cell, SeriesResult, StatementResult};
 
+/// One function's value and, for selectors, the selected point's time (µs).
+type Answer = (Cell, Option<u64>);
+
 /// State of one function over one bucket.
 #[derive(Debug, Default)]
 struct Acc {
@@ -184,13 +187,9 @@ fn bucket(
     group: &Group,
     (t0, t1): (u64, u64),
     limits: &Limits,
-) -> Result<(u64, Vec<(Cell, Option<u64>)>)> {
+) -> Result<(u64, Vec<Answer>)> {
     limits.check()?;
-    let fast: Vec<bool> = plan
-        .calls
-        .iter()
-        .map(|c| indexed(c, group, plan))
-        .collect();
+    let fast: Vec<bool> = plan.calls.iter().map(|c| indexed(c, group, plan)).collect();
     let mut out: Vec<Option<(Cell, Option<u64>)>> = vec![None; plan.calls.len()];
     let mut points = 0u64;
     if fast.iter().any(|f| !f) || !plan.fields.is_empty() {
@@ -255,7 +254,12 @@ fn bucket(
             out[k] = Some(indexed_call(snap, c, group, (t0, t1), plan.selector_time)?);
         }
     }
-    Ok((points, out.into_iter().map(|o| o.unwrap_or((Cell::Null, None))).collect()))
+    Ok((
+        points,
+        out.into_iter()
+            .map(|o| o.unwrap_or((Cell::Null, None)))
+            .collect(),
+    ))
 }
 
 /// Runs an aggregate plan.

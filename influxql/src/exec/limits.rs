@@ -27,8 +27,7 @@ impl Limits {
     pub fn check(&self) -> Result<()> {
         match self.deadline {
             Some(d) if Instant::now() > d => Err(Error::Limit(
-                "query timeout: the query ran longer than the server's per-query time limit"
-                    .into(),
+                "query timeout: the query ran longer than the server's per-query time limit".into(),
             )),
             _ => Ok(()),
         }
@@ -73,7 +72,7 @@ impl<'a> Ticker<'a> {
             return false;
         }
         self.n = self.n.wrapping_add(1);
-        if self.n % 8192 == 0 && self.limits.check().is_err() {
+        if self.n.is_multiple_of(8192) && self.limits.check().is_err() {
             self.expired = true;
         }
         !self.expired

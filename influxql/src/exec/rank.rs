@@ -13,7 +13,7 @@
 /// points, `None` when InfluxDB returns null.
 pub fn influx_rank(n: u64, n_percent: f64) -> Option<u64> {
     let r = ((n as f64) * n_percent / 100.0 + 0.5).floor();
-    if !(r >= 1.0) || r > n as f64 {
+    if r.is_nan() || r < 1.0 || r > n as f64 {
         return None;
     }
     Some(r as u64)

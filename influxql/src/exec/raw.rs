@@ -103,9 +103,11 @@ pub fn execute(snap: &Snapshot, plan: &RawPlan, limits: &Limits) -> Result<State
     let mut columns = vec!["time".to_string()];
     columns.extend(plan.columns.iter().map(|(n, _)| n.clone()));
     let offset = usize::try_from(plan.offset).unwrap_or(usize::MAX);
-    let keep = plan
-        .limit
-        .map(|l| usize::try_from(l).unwrap_or(usize::MAX).saturating_add(offset));
+    let keep = plan.limit.map(|l| {
+        usize::try_from(l)
+            .unwrap_or(usize::MAX)
+            .saturating_add(offset)
+    });
     let mut total = 0usize;
     for group in &plan.groups {
         let mut rows: Vec<Row> = Vec::new();
@@ -116,7 +118,7 @@ pub fn execute(snap: &Snapshot, plan: &RawPlan, limits: &Limits) -> Result<State
                 limits.rows(total + rows.len())?;
             }
         }
-        rows.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        rows.sort_by_key(|r| (r.0, r.1));
         if plan.descending {
             rows.reverse();
         }

@@ -13,7 +13,10 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 /// of Basic auth, or as `Authorization: Token <token>`.
 pub fn authorized(req: &Request, params: &[(String, String)], token: &str) -> bool {
     let t = token.as_bytes();
-    if params.iter().any(|(k, v)| k == "p" && same(v.as_bytes(), t)) {
+    if params
+        .iter()
+        .any(|(k, v)| k == "p" && same(v.as_bytes(), t))
+    {
         return true;
     }
     let Some(h) = req.header("authorization") else {

@@ -78,7 +78,9 @@ async fn answer(
             )))
         }
         Ok(Err(e)) => {
-            let too_big = e.downcast_ref::<http_body_util::LengthLimitError>().is_some();
+            let too_big = e
+                .downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some();
             return Ok(to_hyper(if too_big {
                 Response::error(
                     413,
@@ -118,7 +120,11 @@ async fn answer(
 }
 
 /// Serves the API on `listener` from a thread of its own.
-pub fn serve(listener: TcpListener, reader: Reader, cfg: HttpConfig) -> std::io::Result<ServerHandle> {
+pub fn serve(
+    listener: TcpListener,
+    reader: Reader,
+    cfg: HttpConfig,
+) -> std::io::Result<ServerHandle> {
     let addr = listener.local_addr()?;
     listener.set_nonblocking(true)?;
     let rt = tokio::runtime::Builder::new_multi_thread()

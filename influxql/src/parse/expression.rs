@@ -182,7 +182,10 @@ fn compare_op(i: &str) -> PResult<'_, CompareOp> {
     ] {
         if let Some(rest) = i.strip_prefix(text) {
             if text.ends_with('~') {
-                return fail_at(i, "a comparison other than a regular expression match (=~, !~ are not supported)");
+                return fail_at(
+                    i,
+                    "a comparison other than a regular expression match (=~, !~ are not supported)",
+                );
             }
             return Ok((rest, op));
         }

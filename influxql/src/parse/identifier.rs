@@ -12,9 +12,34 @@ use super::common::{is_ident_char, ws, PResult};
 
 /// Words that cannot be bare identifiers; quote them (`"limit"`) to use them as names.
 pub const RESERVED: &[&str] = &[
-    "ALL", "AND", "AS", "ASC", "BY", "DATABASES", "DESC", "FIELD", "FILL", "FROM", "GROUP", "IN",
-    "INTO", "KEY", "KEYS", "LIMIT", "MEASUREMENTS", "OFFSET", "OR", "ORDER", "SELECT", "SHOW",
-    "SLIMIT", "SOFFSET", "TAG", "VALUES", "WHERE", "WITH",
+    "ALL",
+    "AND",
+    "AS",
+    "ASC",
+    "BY",
+    "DATABASES",
+    "DESC",
+    "FIELD",
+    "FILL",
+    "FROM",
+    "GROUP",
+    "IN",
+    "INTO",
+    "KEY",
+    "KEYS",
+    "LIMIT",
+    "MEASUREMENTS",
+    "OFFSET",
+    "OR",
+    "ORDER",
+    "SELECT",
+    "SHOW",
+    "SLIMIT",
+    "SOFFSET",
+    "TAG",
+    "VALUES",
+    "WHERE",
+    "WITH",
 ];
 
 /// A name. Prints bare when it can, else double-quoted with escapes.

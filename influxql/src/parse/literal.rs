@@ -116,7 +116,10 @@ pub fn number(i: &str) -> PResult<'_, Literal> {
         }
     }
     if rest.starts_with(is_ident_char) {
-        return fail_at(start, "a number or a duration unit (ns, u, ms, s, m, h, d, w)");
+        return fail_at(
+            start,
+            "a number or a duration unit (ns, u, ms, s, m, h, d, w)",
+        );
     }
     Ok((rest, Literal::Integer(v * sign)))
 }

@@ -13,6 +13,8 @@ pub mod statement;
 pub use expression::{ArithOp, CompareOp, Condition, Expr};
 pub use identifier::Ident;
 pub use literal::{Duration, Literal};
-pub use select::{CallArg, Dimension, Fill, MeasurementRef, Projected, Projection, SelectStatement};
+pub use select::{
+    CallArg, Dimension, Fill, MeasurementRef, Projected, Projection, SelectStatement,
+};
 pub use show::ShowStatement;
 pub use statement::{parse_statement, parse_statements, Statement};

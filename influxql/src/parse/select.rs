@@ -348,7 +348,10 @@ pub fn select(i: &str) -> PResult<'_, SelectStatement> {
     let (i, _) = expect("FROM", keyword("FROM"))(i)?;
     let (mut i, from) = measurement(i)?;
     if token(",")(i).is_ok() {
-        return fail_at(i, "one measurement (several FROM sources are not supported)");
+        return fail_at(
+            i,
+            "one measurement (several FROM sources are not supported)",
+        );
     }
     let mut s = SelectStatement {
         fields,

@@ -36,7 +36,11 @@ fn plan_call(
         "percentile" => Func::Percentile(0.0),
         other => return Err(Error::Unsupported(format!("the function {other}()"))),
     };
-    let want = if matches!(func, Func::Percentile(_)) { 2 } else { 1 };
+    let want = if matches!(func, Func::Percentile(_)) {
+        2
+    } else {
+        1
+    };
     if args.len() != want {
         return Err(Error::Plan(format!(
             "invalid number of arguments for {name}, expected {want}, got {}",
@@ -79,12 +83,7 @@ fn plan_call(
     Ok((func, field))
 }
 
-fn groups(
-    catalog: &Catalog,
-    measurement: &str,
-    filters: &Filters,
-    keys: &[String],
-) -> Vec<Group> {
+fn groups(catalog: &Catalog, measurement: &str, filters: &Filters, keys: &[String]) -> Vec<Group> {
     let mut out: BTreeMap<Vec<(String, String)>, Vec<Series>> = BTreeMap::new();
     for s in catalog.measurements.get(measurement).into_iter().flatten() {
         if !filters.tags.iter().all(|p| p.holds(s.schema.tag(&p.key))) {
@@ -105,16 +104,19 @@ fn groups(
 pub fn plan_select(s: &SelectStatement, catalog: &Catalog, now_ns: i128) -> Result<Plan> {
     let measurement = s.from.name.0.clone();
     if !catalog.measurements.contains_key(&measurement) {
-        return Err(Error::Plan(format!("measurement not found: {}", s.from.name)));
+        return Err(Error::Plan(format!(
+            "measurement not found: {}",
+            s.from.name
+        )));
     }
     let filters = Filters::plan(s.condition.as_ref(), catalog, &measurement, now_ns)?;
     let mut interval_us = None;
     let mut tag_keys = Vec::new();
     for d in &s.group_by {
         match d {
-            Dimension::Time { offset: Some(_), .. } => {
-                return Err(Error::Unsupported("GROUP BY time() with an offset".into()))
-            }
+            Dimension::Time {
+                offset: Some(_), ..
+            } => return Err(Error::Unsupported("GROUP BY time() with an offset".into())),
             Dimension::Time { interval, .. } => {
                 if interval.0 <= 0 || interval.0 % 1000 != 0 {
                     return Err(Error::Unsupported(format!(
