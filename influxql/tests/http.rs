@@ -308,3 +308,21 @@ fn handler_never_panics() {
         })
         .expect("handler answers every request with a status and JSON");
 }
+
+#[test]
+fn query_time_limit_stops_with_an_error() {
+    let (_d, _w, r) = store();
+    let cfg = HttpConfig {
+        query_timeout: Duration::ZERO,
+        ..HttpConfig::default()
+    };
+    let req = Request {
+        method: "GET".into(),
+        path: "/query".into(),
+        query: format!("q={}", enc("SELECT max(duration_us) FROM kv")),
+        ..Request::default()
+    };
+    let resp = handle(&r, &cfg, &req);
+    let body = String::from_utf8_lossy(&resp.body).to_string();
+    assert!(body.contains("timeout"), "{body}");
+}
