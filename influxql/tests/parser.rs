@@ -109,7 +109,7 @@ fn statement() -> impl Strategy<Value = String> {
         });
     prop_oneof![
         4 => select,
-        1 => Just("SHOW MEASUREMENTS".to_string()),
+        1 => prop::option::of(0u64..5).prop_map(|l| l.map_or("SHOW MEASUREMENTS".into(), |l| format!("SHOW MEASUREMENTS LIMIT {l}"))),
         1 => prop::option::of(ident()).prop_map(|m| m.map_or("SHOW TAG KEYS".into(), |m| format!("show tag keys from {m}"))),
         1 => (prop::option::of(ident()), ident()).prop_map(|(m, k)| match m {
             Some(m) => format!("SHOW TAG VALUES FROM {m} WITH KEY = {k}"),

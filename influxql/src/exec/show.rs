@@ -30,14 +30,15 @@ pub fn execute(catalog: &Catalog, plan: &ShowPlan) -> StatementResult {
             &["name"],
             vec![vec![Cell::Str(DATABASE.into())]],
         )),
-        ShowPlan::Measurements => {
-            if !catalog.measurements.is_empty() {
+        ShowPlan::Measurements(limit) => {
+            if !catalog.measurements.is_empty() && *limit != Some(0) {
                 series.push(one(
                     "measurements",
                     &["name"],
                     catalog
                         .measurements
                         .keys()
+                        .take(limit.map_or(usize::MAX, |l| l as usize))
                         .map(|m| vec![Cell::Str(m.clone())])
                         .collect(),
                 ));

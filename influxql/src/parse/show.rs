@@ -5,14 +5,18 @@ use std::fmt;
 
 use super::common::{expect, fail_at, keyword, token, PResult};
 use super::identifier::{identifier, Ident};
+use super::literal::unsigned;
 
 /// A `SHOW …` statement of the subset.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ShowStatement {
     /// `SHOW DATABASES`: Loom serves one database.
     Databases,
-    /// `SHOW MEASUREMENTS`.
-    Measurements,
+    /// `SHOW MEASUREMENTS [LIMIT n]` (Grafana tests a data source with `LIMIT 1`).
+    Measurements {
+        /// Most names listed.
+        limit: Option<u64>,
+    },
     /// `SHOW TAG KEYS [FROM m]`.
     TagKeys {
         /// Restrict to one measurement.
@@ -54,7 +58,10 @@ impl fmt::Display for ShowStatement {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ShowStatement::Databases => f.write_str("SHOW DATABASES"),
-            ShowStatement::Measurements => f.write_str("SHOW MEASUREMENTS"),
+            ShowStatement::Measurements { limit: None } => f.write_str("SHOW MEASUREMENTS"),
+            ShowStatement::Measurements { limit: Some(n) } => {
+                write!(f, "SHOW MEASUREMENTS LIMIT {n}")
+            }
             ShowStatement::TagKeys { from } => with_from(f, "SHOW TAG KEYS", from),
             ShowStatement::TagValues { from, key } => {
                 with_from(f, "SHOW TAG VALUES", from)?;
@@ -72,7 +79,11 @@ pub fn show(i: &str) -> PResult<'_, ShowStatement> {
         return Ok((rest, ShowStatement::Databases));
     }
     if let Ok((rest, _)) = keyword("MEASUREMENTS")(i) {
-        return Ok((rest, ShowStatement::Measurements));
+        if let Ok((r, _)) = keyword("LIMIT")(rest) {
+            let (r, n) = expect("a count after LIMIT", unsigned)(r)?;
+            return Ok((r, ShowStatement::Measurements { limit: Some(n) }));
+        }
+        return Ok((rest, ShowStatement::Measurements { limit: None }));
     }
     if let Ok((rest, _)) = keyword("FIELD")(i) {
         let (rest, _) = expect("KEYS after SHOW FIELD", keyword("KEYS"))(rest)?;

@@ -21,8 +21,8 @@ use crate::parse::Statement;
 pub enum ShowPlan {
     /// Loom's one database.
     Databases,
-    /// Every measurement.
-    Measurements,
+    /// Every measurement, at most `limit`.
+    Measurements(Option<u64>),
     /// Tag keys, per measurement.
     TagKeys(Option<String>),
     /// Values of one tag key, per measurement.

@@ -16,7 +16,7 @@ fn measurement(from: &Option<Ident>, catalog: &Catalog) -> Result<Option<String>
 pub fn plan_show(s: &ShowStatement, catalog: &Catalog) -> Result<ShowPlan> {
     Ok(match s {
         ShowStatement::Databases => ShowPlan::Databases,
-        ShowStatement::Measurements => ShowPlan::Measurements,
+        ShowStatement::Measurements { limit } => ShowPlan::Measurements(*limit),
         ShowStatement::TagKeys { from } => ShowPlan::TagKeys(measurement(from, catalog)?),
         ShowStatement::TagValues { from, key } => {
             ShowPlan::TagValues(measurement(from, catalog)?, key.0.clone())
