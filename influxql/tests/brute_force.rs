@@ -138,6 +138,10 @@ enum Kind {
     Raw {
         fields: Option<Vec<usize>>,
     },
+    Top {
+        field: usize,
+        n: u64,
+    },
 }
 
 const FUNCS: &[&str] = &["count", "sum", "min", "max", "mean", "percentile"];
@@ -165,6 +169,7 @@ fn stmt_strategy() -> impl Strategy<Value = Stmt> {
             .prop_map(|(calls, interval)| Kind::Aggregate { calls, interval }),
         2 => prop::option::of(prop::collection::vec(0usize..3, 1..3))
             .prop_map(|fields| Kind::Raw { fields }),
+        1 => (0usize..3, prop_oneof![1u64..5, 5u64..200]).prop_map(|(field, n)| Kind::Top { field, n }),
     ];
     (
         0usize..3,
@@ -248,6 +253,9 @@ impl Stmt {
                 s += &c.join(", ");
             }
             Kind::Raw { fields: None } => s += "*",
+            Kind::Top { field, n } => {
+                s += &format!("top({}, {n})", fields[field % fields.len()]);
+            }
             Kind::Raw { fields: Some(fs) } => {
                 let c: Vec<&str> = fs.iter().map(|&k| fields[k % fields.len()]).collect();
                 s += &c.join(", ");
@@ -444,6 +452,21 @@ fn expected(st: &Stmt, recs: &[Rec], schemas: &[SourceSchema]) -> Vec<SeriesResu
                     }
                     values.push(row);
                 }
+            }
+            Kind::Top { field, n } => {
+                let fld = fields[field % fields.len()];
+                columns = vec!["time".to_string(), "top".to_string()];
+                let mut pts: Vec<(u64, u64, usize)> = rows
+                    .iter()
+                    .map(|r| (value_of(r.3, fld, r.2), r.0, r.1))
+                    .collect();
+                pts.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+                pts.truncate(*n as usize);
+                pts.sort_by_key(|p| (p.1, p.2));
+                values = pts
+                    .into_iter()
+                    .map(|p| vec![Cell::Time(i128::from(p.1) * 1000), Cell::UInt(p.0)])
+                    .collect();
             }
             Kind::Aggregate { calls, interval } => {
                 let mut names: Vec<String> = Vec::new();

@@ -72,6 +72,10 @@ fn questions(t: &Truth) -> Vec<(String, Vec<&'static str>, Vec<Value>)> {
     let mut durations: Vec<u64> = t.reads.iter().map(|r| r.1).collect();
     durations.sort_unstable();
     let cut = durations[durations.len() - 20];
+    let mut top: Vec<(u64, u64)> = t.reads.clone();
+    top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    top.truncate(100);
+    top.sort_by_key(|r| r.0);
     vec![
         (
             format!("SELECT max(duration_us), percentile(duration_us, 99.99) FROM kv WHERE op = 'read' AND {w}"),
@@ -102,6 +106,11 @@ fn questions(t: &Truth) -> Vec<(String, Vec<&'static str>, Vec<Value>)> {
             format!("SELECT duration_us FROM kv WHERE op = 'read' AND duration_us >= {cut} AND {w}"),
             vec!["time", "duration_us"],
             t.reads.iter().filter(|r| r.1 >= cut).map(|r| json!([r.0, r.1])).collect(),
+        ),
+        (
+            format!("SELECT top(duration_us, 100) FROM kv WHERE op = 'read' AND {w}"),
+            vec!["time", "top"],
+            top.iter().map(|r| json!([r.0, r.1])).collect(),
         ),
     ]
 }

@@ -5,6 +5,7 @@ pub mod limits;
 pub mod rank;
 pub mod raw;
 pub mod show;
+pub mod top;
 pub mod value;
 
 use loom::Snapshot;
@@ -27,5 +28,6 @@ pub fn execute(
         Plan::Show(p) => Ok(show::execute(catalog, p)),
         Plan::Aggregate(p) => aggregate::execute(snap, p, limits),
         Plan::Raw(p) => raw::execute(snap, p, limits),
+        Plan::Top(p) => top::execute(snap, p, limits),
     }
 }

@@ -132,6 +132,32 @@ pub struct RawPlan {
     pub offset: u64,
 }
 
+/// `SELECT top(field, N) FROM m WHERE … [GROUP BY tags]`: the N largest
+/// values of each group, each with its own time.
+#[derive(Debug, Clone)]
+pub struct TopPlan {
+    /// Measurement name.
+    pub measurement: String,
+    /// Output groups.
+    pub groups: Vec<Group>,
+    /// The time window.
+    pub time: TimeBounds,
+    /// The field ranked.
+    pub field: FieldDef,
+    /// How many points.
+    pub n: u64,
+    /// Output column name.
+    pub column: String,
+    /// Field predicates.
+    pub fields: Vec<FieldPredicate>,
+    /// ORDER BY time DESC.
+    pub descending: bool,
+    /// Rows per series.
+    pub limit: Option<u64>,
+    /// Rows skipped per series.
+    pub offset: u64,
+}
+
 /// A planned statement.
 #[derive(Debug, Clone)]
 pub enum Plan {
@@ -141,6 +167,8 @@ pub enum Plan {
     Aggregate(AggregatePlan),
     /// Raw records.
     Raw(RawPlan),
+    /// The largest values.
+    Top(TopPlan),
 }
 
 /// Plans `stmt` against `catalog`; `now_ns` is `now()` in ns since the epoch.

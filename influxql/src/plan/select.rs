@@ -155,6 +155,50 @@ pub fn plan_select(s: &SelectStatement, catalog: &Catalog, now_ns: i128) -> Resu
         .collect();
     let descending = s.descending.unwrap_or(false);
     let offset = s.offset.unwrap_or(0);
+    let is_top = |p: &&crate::parse::Projection| matches!(&p.expr, Projected::Call { name, .. } if name == "top");
+    if let Some(top) = calls.iter().copied().find(is_top) {
+        if s.fields.len() != 1 {
+            return Err(Error::Plan(
+                "selector function top() cannot be combined with other functions or fields".into(),
+            ));
+        }
+        if interval_us.is_some() {
+            return Err(Error::Unsupported("top() with GROUP BY time()".into()));
+        }
+        let Projected::Call { args, .. } = &top.expr else {
+            return Err(Error::Plan("top() needs a field and a count".into()));
+        };
+        if args.len() != 2 {
+            return Err(Error::Unsupported(
+                "top() with other than two arguments (field, N)".into(),
+            ));
+        }
+        let (_, field) = plan_call("max", &args[..1], catalog, &measurement)?;
+        let n = match &args[1] {
+            CallArg::Expr(Expr::Literal(Literal::Integer(n))) if *n >= 1 => *n as u64,
+            _ => {
+                return Err(Error::Plan(
+                    "top() needs a positive integer N as its last argument".into(),
+                ))
+            }
+        };
+        let column = top
+            .alias
+            .as_ref()
+            .map_or("top".to_string(), |a| a.0.clone());
+        return Ok(Plan::Top(crate::plan::TopPlan {
+            measurement,
+            groups,
+            time: filters.time,
+            field,
+            n,
+            column,
+            fields: filters.fields,
+            descending,
+            limit: s.limit,
+            offset,
+        }));
+    }
     if !calls.is_empty() {
         if calls.len() != s.fields.len() {
             return Err(Error::Plan(
