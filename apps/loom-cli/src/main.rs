@@ -85,9 +85,14 @@ fn main() -> anyhow::Result<()> {
                         deadline: None,
                         max_rows,
                     };
-                    let results =
-                        influxql::run(&reader.snapshot(), &statement, influxql::now_ns(), &limits)?;
-                    influxql::encode::results(&results, influxql::encode::Epoch::Unit(1))
+                    // Refusals print like the server's 400 answers, not as a crash.
+                    match influxql::run(&reader.snapshot(), &statement, influxql::now_ns(), &limits)
+                    {
+                        Ok(results) => {
+                            influxql::encode::results(&results, influxql::encode::Epoch::Unit(1))
+                        }
+                        Err(e) => influxql::encode::error(&e.to_string()),
+                    }
                 }
                 (None, Some(url)) => remote(&url, token.as_deref(), &statement)?,
                 (None, None) => anyhow::bail!("give --store DIR or --server URL"),

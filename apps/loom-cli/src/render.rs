@@ -177,3 +177,40 @@ pub fn csv(json: &Value) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn response() -> Value {
+        json!({"results": [
+            {"statement_id": 0, "series": [{"name": "kv", "tags": {"op": "read"},
+              "columns": ["time", "max", "note"],
+              "values": [[1_500_000_000i64, 1387, "a,b"], [2_000_000_000i64, null, "x"]]}]},
+            {"statement_id": 1, "error": "unknown field nope"}
+        ]})
+    }
+
+    #[test]
+    fn table_aligns_columns_and_shows_errors() {
+        let t = table(&response());
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[0], "name: kv");
+        assert_eq!(lines[1], "tags: op=read");
+        assert_eq!(lines[2], "time                    max   note");
+        assert_eq!(lines[4], "1970-01-01T00:00:01.5Z  1387  a,b");
+        assert_eq!(lines[5], "1970-01-01T00:00:02Z          x");
+        assert!(t.contains("ERR: unknown field nope"));
+        assert!(has_error(&response()));
+    }
+
+    #[test]
+    fn csv_quotes_and_repeats_name_and_tags() {
+        let c = csv(&response());
+        let lines: Vec<&str> = c.lines().collect();
+        assert_eq!(lines[0], "name,tags,time,max,note");
+        assert_eq!(lines[1], "kv,op=read,1970-01-01T00:00:01.5Z,1387,\"a,b\"");
+        assert_eq!(lines[2], "kv,op=read,1970-01-01T00:00:02Z,,x");
+    }
+}
