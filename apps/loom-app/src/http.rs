@@ -57,3 +57,40 @@ pub fn start(cli: &Cli, reader: Reader) -> anyhow::Result<Option<ServerHandle>> 
     println!("InfluxDB API on http://{}", server.local_addr());
     Ok(Some(server))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn try_start(args: &[&str]) -> anyhow::Result<Option<ServerHandle>> {
+        let dir = tempfile::tempdir()?;
+        let (_w, reader) = loom::open(dir.path(), loom::Config::default())?;
+        let mut all = vec!["loom-app"];
+        all.extend_from_slice(args);
+        start(&Cli::try_parse_from(all)?, reader)
+    }
+
+    #[test]
+    fn non_loopback_needs_a_token_and_bad_addresses_are_named() {
+        let e = try_start(&["--http", "0.0.0.0:0"])
+            .err()
+            .map(|e| e.to_string());
+        assert!(e.is_some_and(|e| e.contains("--auth-token-file")));
+        let e = try_start(&["--http", "localhost:x"])
+            .err()
+            .map(|e| e.to_string());
+        assert!(e.is_some_and(|e| e.contains("--http") && e.contains("off")));
+        assert!(try_start(&["--http", "off"]).is_ok_and(|s| s.is_none()));
+        let dir = tempfile::tempdir().expect("tempdir");
+        let token = dir.path().join("token");
+        std::fs::write(&token, "t0k\n").expect("write token");
+        let t = token.to_string_lossy().to_string();
+        // Tests stay on loopback: a token file is read and accepted there too.
+        let s = try_start(&["--http", "127.0.0.1:0", "--auth-token-file", &t]).expect("start");
+        assert!(s.is_some());
+        std::fs::write(&token, "  \n").expect("write token");
+        let e = try_start(&["--http", "127.0.0.1:0", "--auth-token-file", &t]).err();
+        assert!(e.is_some_and(|e| e.to_string().contains("empty")));
+    }
+}
