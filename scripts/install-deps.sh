@@ -12,7 +12,7 @@ PACKAGES=(
   liblmdb-dev
   redis-server                     # the Valkey workload's server (valkey-server when Debian has it)
   python3 python3-venv
-  influxdb influxdb-client curl    # InfluxDB baseline (influxd 1.6.7), make influxd waits with curl
+  influxdb influxdb-client curl    # InfluxDB baseline (influxd 1.6.7) and the `influx` CLI the InfluxQL client test drives
 )
 
 SUDO=""

@@ -92,6 +92,25 @@ fn check_all(
                     t1
                 );
             }
+            let mut sorted: Vec<u64> = model
+                .window(id, t0, t1)
+                .map(|(_, _, b)| value_of(b))
+                .collect();
+            sorted.sort_unstable();
+            let n = sorted.len() as u64;
+            for k in [0, 1, n / 3, n, n + 1] {
+                let want = (k >= 1 && k <= n).then(|| sorted[(k - 1) as usize]);
+                prop_assert_eq!(
+                    snap.value_at_rank(id, t0, t1, |m| {
+                        assert_eq!(m, n);
+                        k
+                    })?,
+                    want,
+                    "rank {} of {}",
+                    k,
+                    n
+                );
+            }
             let mut raw = Vec::new();
             snap.scan(id, t0, t1, |t, b| raw.push((t, b.to_vec())))?;
             prop_assert_eq!(raw, model.scan(id, t0, t1));

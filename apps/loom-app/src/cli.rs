@@ -94,6 +94,29 @@ pub struct Cli {
     /// newest record.
     #[arg(long)]
     pub retention_age_s: Option<u64>,
+    /// Address of the InfluxDB 1.x query API (`/ping`, `/query`), or `off`.
+    /// Default 127.0.0.1:8186 (8086 stays free for a real InfluxDB); when the
+    /// default port is taken the API is skipped with a warning, an explicit
+    /// address that cannot be bound is an error. A non-loopback address
+    /// needs --auth-token-file.
+    #[arg(long)]
+    pub http: Option<String>,
+    /// File holding the token every HTTP request must carry (as the `p`
+    /// parameter, the Basic auth password or `Authorization: Token …`).
+    #[arg(long)]
+    pub auth_token_file: Option<PathBuf>,
+    /// Per-query time limit of the HTTP API, ms.
+    #[arg(long, default_value_t = 10_000)]
+    pub http_query_timeout_ms: u64,
+    /// Most rows one statement of the HTTP API may return.
+    #[arg(long, default_value_t = 100_000)]
+    pub http_max_rows: usize,
+    /// Largest HTTP request body, bytes.
+    #[arg(long, default_value_t = 1 << 20)]
+    pub http_max_body_bytes: usize,
+    /// Queries the HTTP API runs at once.
+    #[arg(long, default_value_t = 1)]
+    pub http_query_threads: usize,
 }
 
 impl Cli {
@@ -115,6 +138,15 @@ impl Cli {
         anyhow::ensure!(
             self.event_offset_us.is_none() || self.timestamps == TimestampMode::Event,
             "--event-offset-us needs --timestamps event"
+        );
+        anyhow::ensure!(
+            self.http_query_timeout_ms > 0,
+            "--http-query-timeout-ms must be positive"
+        );
+        anyhow::ensure!(self.http_max_rows > 0, "--http-max-rows must be positive");
+        anyhow::ensure!(
+            self.http_query_threads > 0,
+            "--http-query-threads must be positive"
         );
         Ok(())
     }

@@ -16,9 +16,13 @@
 //! - per query: its answer, then `Query Latency (<name>): <ms> ms`;
 //! - with `--machine-output`, also `ANSWER query=<name> t0=<µs> t1=<µs> <key=value...>`;
 //! - at exit: `Final: ...` summary.
+//!
+//! The InfluxDB 1.x query API (`--http`, default 127.0.0.1:8186) answers
+//! InfluxQL from reader threads while ingest goes on.
 
 mod cli;
 mod counters;
+mod http;
 mod ingest;
 mod queries;
 mod receive;
@@ -79,6 +83,7 @@ fn main() -> anyhow::Result<()> {
         cli.timestamps
     );
 
+    let http_server = http::start(&cli, reader.clone())?;
     let start = Instant::now();
     let counters = Arc::new(Counters::default());
     let shutdown = Arc::new(AtomicBool::new(false));
@@ -215,6 +220,7 @@ fn main() -> anyhow::Result<()> {
             Counters::get(&c.bad_connections)
         );
     }
+    drop(http_server);
     let stats = writer.stats();
     writer.close().context("closing the store")?;
     println!(

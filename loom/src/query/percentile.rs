@@ -21,6 +21,21 @@ impl Snapshot {
                 "quantile {q} is outside 0..=1"
             )));
         }
+        self.value_at_rank(id, t0, t1, |n| nearest_rank(q, n))
+    }
+
+    /// The `k`-th smallest (1-based) of the source's indexed values over
+    /// `[t0, t1]`, where `k = rank(n)` is chosen from the number `n` of
+    /// values in the window (so callers apply their own rank rule). `None`
+    /// for an empty window or a rank outside `1..=n`. Bin counts locate the
+    /// bin holding rank `k`; only chunks holding that bin are read.
+    pub fn value_at_rank(
+        &self,
+        id: SourceId,
+        t0: u64,
+        t1: u64,
+        rank: impl FnOnce(u64) -> u64,
+    ) -> Result<Option<u64>> {
         let sv = self.view(id)?;
         let ix = self.index_of(sv)?;
         if t0 > t1 {
@@ -51,7 +66,10 @@ impl Snapshot {
         if n == 0 {
             return Ok(None);
         }
-        let k = nearest_rank(q, n);
+        let k = rank(n);
+        if k == 0 || k > n {
+            return Ok(None);
+        }
         let mut before = 0u64;
         let mut target = None;
         for (b, &c) in counts.iter().enumerate() {

@@ -1,0 +1,360 @@
+//! Executing aggregate plans: per group and time bucket, each function is
+//! answered from the range index when it can be (index field, no field
+//! predicate) and by one scan of the bucket otherwise.
+
+use loom::{Snapshot, Value};
+
+use crate::error::Result;
+use crate::exec::limits::{Limits, Ticker};
+use crate::exec::rank::influx_rank;
+use crate::exec::value::{value_cmp, Sum};
+use crate::plan::{AggregatePlan, Call, Func, Group};
+use crate::result::{Cell, SeriesResult, StatementResult};
+
+/// One function's value and, for selectors, the selected point's time (µs).
+type Answer = (Cell, Option<u64>);
+
+/// State of one function over one bucket.
+#[derive(Debug, Default)]
+struct Acc {
+    count: u64,
+    sum: Sum,
+    /// Selected value and its (earliest) time, µs.
+    pick: Option<(Value, u64)>,
+    /// Values and times, for percentiles answered by scanning.
+    values: Vec<(Value, u64)>,
+}
+
+impl Acc {
+    #[inline]
+    fn add(&mut self, func: Func, v: Value, ts: u64) {
+        match func {
+            Func::Count => self.count += 1,
+            Func::Sum | Func::Mean => {
+                self.count += 1;
+                self.sum.add(v);
+            }
+            Func::Min | Func::Max => {
+                self.count += 1;
+                let better = match self.pick {
+                    None => true,
+                    Some((p, pt)) => {
+                        let o = value_cmp(v, p);
+                        let want = if func == Func::Min {
+                            std::cmp::Ordering::Less
+                        } else {
+                            std::cmp::Ordering::Greater
+                        };
+                        o == want || (o.is_eq() && ts < pt)
+                    }
+                };
+                if better {
+                    self.pick = Some((v, ts));
+                }
+            }
+            Func::Percentile(_) => self.values.push((v, ts)),
+        }
+    }
+
+    /// The function's value and, for selectors, the selected point's time.
+    fn finish(mut self, func: Func) -> (Cell, Option<u64>) {
+        match func {
+            Func::Count => (Cell::UInt(self.count), None),
+            Func::Sum if self.count == 0 => (Cell::Null, None),
+            Func::Sum => (self.sum.cell(), None),
+            Func::Mean if self.count == 0 => (Cell::Null, None),
+            Func::Mean => (Cell::Float(self.sum.as_f64() / self.count as f64), None),
+            Func::Min | Func::Max => match self.pick {
+                Some((v, t)) => (v.into(), Some(t)),
+                None => (Cell::Null, None),
+            },
+            Func::Percentile(p) => {
+                let Some(k) = influx_rank(self.values.len() as u64, p) else {
+                    return (Cell::Null, None);
+                };
+                self.values
+                    .sort_unstable_by(|a, b| value_cmp(a.0, b.0).then(a.1.cmp(&b.1)));
+                let mut i = (k - 1) as usize;
+                let v = self.values[i].0;
+                while i > 0 && value_cmp(self.values[i - 1].0, v).is_eq() {
+                    i -= 1;
+                }
+                (v.into(), Some(self.values[i].1))
+            }
+        }
+    }
+}
+
+/// Whether `call` over `group` can be answered from the index alone.
+fn indexed(call: &Call, group: &Group, plan: &AggregatePlan) -> bool {
+    if !plan.fields.is_empty() {
+        return false;
+    }
+    match call.func {
+        Func::Count => true,
+        Func::Percentile(_) if group.series.len() != 1 => false,
+        _ => group
+            .series
+            .iter()
+            .all(|s| s.index_field() == Some(call.field.name.as_str())),
+    }
+}
+
+/// Earliest time of a record whose index value is exactly `v`.
+fn time_of(snap: &Snapshot, group: &Group, t0: u64, t1: u64, v: u64) -> Result<Option<u64>> {
+    let mut best: Option<u64> = None;
+    for s in &group.series {
+        snap.range_scan(s.id, t0, t1, v, v, |ts, _, _| {
+            best = Some(best.map_or(ts, |b| b.min(ts)));
+        })?;
+    }
+    Ok(best)
+}
+
+fn indexed_call(
+    snap: &Snapshot,
+    call: &Call,
+    group: &Group,
+    (t0, t1): (u64, u64),
+    want_time: bool,
+) -> Result<(Cell, Option<u64>)> {
+    match call.func {
+        Func::Count => {
+            let mut n = 0;
+            for s in &group.series {
+                n += snap.count(s.id, t0, t1)?;
+            }
+            Ok((Cell::UInt(n), None))
+        }
+        Func::Percentile(p) => {
+            let id = group.series[0].id;
+            let v = snap.value_at_rank(id, t0, t1, |n| influx_rank(n, p).unwrap_or(0))?;
+            match v {
+                None => Ok((Cell::Null, None)),
+                Some(v) => {
+                    let t = if want_time {
+                        time_of(snap, group, t0, t1, v)?
+                    } else {
+                        None
+                    };
+                    Ok((Cell::UInt(v), t))
+                }
+            }
+        }
+        func => {
+            let mut count = 0u64;
+            let mut sum = Sum::default();
+            let mut min: Option<u64> = None;
+            let mut max: Option<u64> = None;
+            for s in &group.series {
+                let a = snap.aggregate(s.id, t0, t1)?;
+                count += a.count;
+                sum.add_unsigned_total(a.sum);
+                min = match (min, a.min) {
+                    (Some(x), Some(y)) => Some(x.min(y)),
+                    (x, y) => x.or(y),
+                };
+                max = match (max, a.max) {
+                    (Some(x), Some(y)) => Some(x.max(y)),
+                    (x, y) => x.or(y),
+                };
+            }
+            let picked = match func {
+                Func::Min => min,
+                Func::Max => max,
+                _ => None,
+            };
+            let cell = match func {
+                _ if count == 0 => Cell::Null,
+                Func::Sum => sum.cell(),
+                Func::Mean => Cell::Float(sum.as_f64() / count as f64),
+                _ => picked.map_or(Cell::Null, Cell::UInt),
+            };
+            let t = match (want_time, picked) {
+                (true, Some(v)) => time_of(snap, group, t0, t1, v)?,
+                _ => None,
+            };
+            Ok((cell, t))
+        }
+    }
+}
+
+/// Answers every call of `plan` for `group` over `[t0, t1]` µs: the number
+/// of points that matched and each call's value and selected time.
+fn bucket(
+    snap: &Snapshot,
+    plan: &AggregatePlan,
+    group: &Group,
+    (t0, t1): (u64, u64),
+    limits: &Limits,
+) -> Result<(u64, Vec<Answer>)> {
+    limits.check()?;
+    let fast: Vec<bool> = plan.calls.iter().map(|c| indexed(c, group, plan)).collect();
+    let mut out: Vec<Option<(Cell, Option<u64>)>> = vec![None; plan.calls.len()];
+    let mut points = 0u64;
+    if fast.iter().any(|f| !f) || !plan.fields.is_empty() {
+        let mut accs: Vec<Acc> = plan.calls.iter().map(|_| Acc::default()).collect();
+        let mut ticker = Ticker::new(limits);
+        for s in &group.series {
+            let index_field = s.index_field().map(str::to_string);
+            let mut visit = |ts: u64, bytes: &[u8]| {
+                if !ticker.tick() {
+                    return;
+                }
+                for p in &plan.fields {
+                    match p.field.read(bytes) {
+                        Some(v) if p.holds(v) => {}
+                        _ => return,
+                    }
+                }
+                points += 1;
+                for (k, c) in plan.calls.iter().enumerate() {
+                    if fast[k] {
+                        continue;
+                    }
+                    if let Some(v) = c.field.read(bytes) {
+                        accs[k].add(c.func, v, ts);
+                    }
+                }
+            };
+            let range = index_field.as_deref().and_then(|f| {
+                let preds: Vec<_> = plan.fields.iter().filter(|p| p.field.name == f).collect();
+                (!preds.is_empty()).then(|| {
+                    preds.iter().fold((0u64, u64::MAX), |(lo, hi), p| {
+                        let (a, b) = p.unsigned_range();
+                        (lo.max(a), hi.min(b))
+                    })
+                })
+            });
+            match range {
+                Some((lo, hi)) => {
+                    snap.range_scan(s.id, t0, t1, lo, hi, |ts, _, b| visit(ts, b))?;
+                }
+                None => {
+                    snap.scan(s.id, t0, t1, &mut visit)?;
+                }
+            }
+        }
+        ticker.result()?;
+        for (k, acc) in accs.into_iter().enumerate() {
+            if !fast[k] {
+                out[k] = Some(acc.finish(plan.calls[k].func));
+            }
+        }
+    } else {
+        for s in &group.series {
+            points += snap.count(s.id, t0, t1)?;
+        }
+    }
+    if points == 0 {
+        return Ok((0, Vec::new()));
+    }
+    for (k, c) in plan.calls.iter().enumerate() {
+        if fast[k] {
+            out[k] = Some(indexed_call(snap, c, group, (t0, t1), plan.selector_time)?);
+        }
+    }
+    Ok((
+        points,
+        out.into_iter()
+            .map(|o| o.unwrap_or((Cell::Null, None)))
+            .collect(),
+    ))
+}
+
+/// Runs an aggregate plan.
+pub fn execute(snap: &Snapshot, plan: &AggregatePlan, limits: &Limits) -> Result<StatementResult> {
+    let mut result = StatementResult::default();
+    let mut columns = vec!["time".to_string()];
+    columns.extend(plan.calls.iter().map(|c| c.column.clone()));
+    let mut total_rows = 0usize;
+    for group in &plan.groups {
+        let Some((mut t0, t1)) = plan.time.to_us() else {
+            continue;
+        };
+        let mut rows: Vec<Vec<Cell>> = Vec::new();
+        match plan.interval_us {
+            None => {
+                let (points, cells) = bucket(snap, plan, group, (t0, t1), limits)?;
+                if points > 0 {
+                    let time = match (plan.selector_time, cells.first()) {
+                        (true, Some((Cell::Null, _))) => None,
+                        (true, Some((_, Some(t)))) => Some(i128::from(*t) * 1000),
+                        _ => Some(plan.time.lo_ns.unwrap_or(0)),
+                    };
+                    if let Some(time) = time {
+                        let mut row = vec![Cell::Time(time)];
+                        row.extend(cells.into_iter().map(|(c, _)| c));
+                        rows.push(row);
+                    }
+                }
+            }
+            Some(iv) => {
+                if plan.time.lo_ns.is_none() {
+                    // No lower bound: start at the group's first record.
+                    let first = group
+                        .series
+                        .iter()
+                        .filter_map(|s| snap.time_span(s.id).map(|(a, _)| a))
+                        .min();
+                    match first {
+                        Some(f) => t0 = t0.max(f),
+                        None => continue,
+                    }
+                }
+                if t0 > t1 {
+                    continue;
+                }
+                let start = t0 - t0 % iv;
+                let n_buckets = (t1 - start) / iv + 1;
+                limits.rows(usize::try_from(n_buckets).unwrap_or(usize::MAX))?;
+                let mut any = false;
+                let mut b = start;
+                loop {
+                    let w = (b.max(t0), b.saturating_add(iv - 1).min(t1));
+                    let (points, cells) = bucket(snap, plan, group, w, limits)?;
+                    any |= points > 0;
+                    if points > 0 {
+                        let mut row = vec![Cell::Time(i128::from(b) * 1000)];
+                        row.extend(cells.into_iter().map(|(c, _)| c));
+                        rows.push(row);
+                    } else if !plan.fill_none {
+                        let mut row = vec![Cell::Time(i128::from(b) * 1000)];
+                        row.extend(plan.calls.iter().map(|c| match c.func {
+                            Func::Count => Cell::UInt(0),
+                            _ => Cell::Null,
+                        }));
+                        rows.push(row);
+                    }
+                    match b.checked_add(iv) {
+                        Some(n) if n <= t1 => b = n,
+                        _ => break,
+                    }
+                }
+                if !any {
+                    rows.clear();
+                }
+            }
+        }
+        if plan.descending {
+            rows.reverse();
+        }
+        let rows: Vec<Vec<Cell>> = rows
+            .into_iter()
+            .skip(usize::try_from(plan.offset).unwrap_or(usize::MAX))
+            .take(plan.limit.map_or(usize::MAX, |l| l as usize))
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        total_rows += rows.len();
+        limits.rows(total_rows)?;
+        result.series.push(SeriesResult {
+            name: plan.measurement.clone(),
+            tags: group.tags.clone(),
+            columns: columns.clone(),
+            values: rows,
+        });
+    }
+    Ok(result)
+}

@@ -1,0 +1,132 @@
+//! Executing `top(field, N)`: the N largest values of each group, ties to
+//! the earliest points (as InfluxDB 1.x), listed in time order.
+//!
+//! On one series with the indexed field and no field predicate, the
+//! engine finds the N-th largest value `x` from bin counts
+//! (`value_at_rank`), then a range scan over `[x, ∞)` reads only chunks
+//! holding such values. Otherwise the window is scanned, keeping the best
+//! N points seen.
+
+use loom::{Snapshot, Value};
+
+use crate::error::Result;
+use crate::exec::limits::{Limits, Ticker};
+use crate::exec::value::value_cmp;
+use crate::plan::{Group, TopPlan};
+use crate::result::{Cell, SeriesResult, StatementResult};
+
+/// A candidate: value, time µs, series position in the group.
+type Point = (Value, u64, usize);
+
+/// Keeps the `n` best points: larger value first, then earlier, then series order.
+struct Best {
+    n: usize,
+    points: Vec<Point>,
+}
+
+impl Best {
+    fn order(a: &Point, b: &Point) -> std::cmp::Ordering {
+        value_cmp(b.0, a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2))
+    }
+
+    fn push(&mut self, p: Point) {
+        self.points.push(p);
+        if self.points.len() >= self.n.saturating_mul(2).max(1024) {
+            self.trim();
+        }
+    }
+
+    fn trim(&mut self) {
+        self.points.sort_by(Self::order);
+        self.points.truncate(self.n);
+    }
+}
+
+fn group_points(
+    snap: &Snapshot,
+    plan: &TopPlan,
+    group: &Group,
+    (t0, t1): (u64, u64),
+    limits: &Limits,
+) -> Result<Vec<Point>> {
+    let n = usize::try_from(plan.n).unwrap_or(usize::MAX);
+    let mut best = Best {
+        n,
+        points: Vec::new(),
+    };
+    let single_indexed = plan.fields.is_empty()
+        && group.series.len() == 1
+        && group.series[0].index_field() == Some(plan.field.name.as_str());
+    if single_indexed {
+        let id = group.series[0].id;
+        let x = snap.value_at_rank(id, t0, t1, |m| m.saturating_sub(plan.n) + 1)?;
+        if let Some(x) = x {
+            snap.range_scan(id, t0, t1, x, u64::MAX, |ts, v, _| {
+                best.push((Value::Unsigned(v), ts, 0));
+            })?;
+        }
+    } else {
+        let mut ticker = Ticker::new(limits);
+        for (pos, s) in group.series.iter().enumerate() {
+            limits.check()?;
+            let Some(def) = s.schema.field(&plan.field.name) else {
+                continue;
+            };
+            snap.scan(s.id, t0, t1, |ts, bytes| {
+                if !ticker.tick() {
+                    return;
+                }
+                for p in &plan.fields {
+                    match s.schema.field(&p.field.name).and_then(|d| d.read(bytes)) {
+                        Some(v) if p.holds(v) => {}
+                        _ => return,
+                    }
+                }
+                if let Some(v) = def.read(bytes) {
+                    best.push((v, ts, pos));
+                }
+            })?;
+        }
+        ticker.result()?;
+    }
+    best.trim();
+    let mut points = best.points;
+    points.sort_by_key(|p| (p.1, p.2));
+    Ok(points)
+}
+
+/// Runs a top plan.
+pub fn execute(snap: &Snapshot, plan: &TopPlan, limits: &Limits) -> Result<StatementResult> {
+    let mut result = StatementResult::default();
+    let Some(window) = plan.time.to_us() else {
+        return Ok(result);
+    };
+    limits.rows(usize::try_from(plan.n).unwrap_or(usize::MAX))?;
+    let mut total = 0usize;
+    for group in &plan.groups {
+        let mut rows: Vec<Vec<Cell>> = group_points(snap, plan, group, window, limits)?
+            .into_iter()
+            .map(|(v, ts, _)| vec![Cell::Time(i128::from(ts) * 1000), v.into()])
+            .collect();
+        if plan.descending {
+            rows.reverse();
+        }
+        let rows: Vec<Vec<Cell>> = rows
+            .into_iter()
+            .skip(usize::try_from(plan.offset).unwrap_or(usize::MAX))
+            .take(plan.limit.map_or(usize::MAX, |l| l as usize))
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        total += rows.len();
+        limits.rows(total)?;
+        result.series.push(SeriesResult {
+            name: plan.measurement.clone(),
+            tags: group.tags.clone(),
+            columns: vec!["time".into(), plan.column.clone()],
+            values: rows,
+        });
+    }
+    Ok(result)
+}

@@ -1,0 +1,35 @@
+//! Settings of the HTTP endpoint.
+
+use std::time::Duration;
+
+/// Settings of the HTTP endpoint; `Default` gives the documented defaults.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// When set, every request must carry this token as InfluxDB 1.x
+    /// credentials (`p=` parameter, Basic auth password, or
+    /// `Authorization: Token …`).
+    pub auth_token: Option<String>,
+    /// Longest a query may run before it is stopped with an error.
+    pub query_timeout: Duration,
+    /// Most rows one statement may return.
+    pub max_rows: usize,
+    /// Largest request body accepted (bytes); larger gets 413.
+    pub max_body_bytes: usize,
+    /// Time allowed to read a request's headers and body.
+    pub read_timeout: Duration,
+    /// Queries run at once; more wait.
+    pub query_threads: usize,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            auth_token: None,
+            query_timeout: Duration::from_secs(10),
+            max_rows: 100_000,
+            max_body_bytes: 1 << 20,
+            read_timeout: Duration::from_secs(10),
+            query_threads: 2,
+        }
+    }
+}

@@ -1,0 +1,20 @@
+//! Text → AST. Parsing knows nothing about storage; every AST node prints
+//! canonical InfluxQL through `Display`, so parse → print → parse is the
+//! identity.
+
+pub mod common;
+pub mod expression;
+pub mod identifier;
+pub mod literal;
+pub mod select;
+pub mod show;
+pub mod statement;
+
+pub use expression::{ArithOp, CompareOp, Condition, Expr};
+pub use identifier::Ident;
+pub use literal::{Duration, Literal};
+pub use select::{
+    CallArg, Dimension, Fill, MeasurementRef, Projected, Projection, SelectStatement,
+};
+pub use show::ShowStatement;
+pub use statement::{parse_statement, parse_statements, Statement};

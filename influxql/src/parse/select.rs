@@ -1,0 +1,410 @@
+//! `SELECT …` and its clauses: projections, FROM, WHERE, GROUP BY, fill,
+//! ORDER BY time, LIMIT.
+
+use std::fmt;
+
+use nom::branch::alt;
+use nom::combinator::map;
+
+use super::common::{expect, fail_at, keyword, token, PResult};
+use super::expression::{condition, expr, Condition, Expr};
+use super::identifier::{identifier, Ident};
+use super::literal::{duration, number, unsigned, Duration, Literal};
+
+/// An argument of a function call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallArg {
+    /// `*`
+    Wildcard,
+    /// A field name or a number.
+    Expr(Expr),
+}
+
+/// What one projection selects.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Projected {
+    /// `*`: every field and tag.
+    Wildcard,
+    /// A field or tag.
+    Identifier(Ident),
+    /// `name(args)`; the name is kept lowercase.
+    Call {
+        /// Function name, lowercase.
+        name: String,
+        /// Arguments.
+        args: Vec<CallArg>,
+    },
+}
+
+/// One projection with its optional `AS` alias.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Projection {
+    /// What is selected.
+    pub expr: Projected,
+    /// `AS alias`.
+    pub alias: Option<Ident>,
+}
+
+/// `FROM [db.][rp.]measurement`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeasurementRef {
+    /// Database, if named.
+    pub database: Option<Ident>,
+    /// Retention policy, if named.
+    pub retention_policy: Option<Ident>,
+    /// The measurement.
+    pub name: Ident,
+}
+
+/// A GROUP BY dimension.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Dimension {
+    /// `time(interval[, offset])`.
+    Time {
+        /// Bucket width.
+        interval: Duration,
+        /// Bucket offset from the epoch.
+        offset: Option<Duration>,
+    },
+    /// A tag key.
+    Tag(Ident),
+    /// `*`: every tag.
+    Wildcard,
+}
+
+/// `fill(…)` of a GROUP BY time query.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fill {
+    /// `fill(null)`: empty buckets appear with null values.
+    Null,
+    /// `fill(none)`: empty buckets are left out.
+    None,
+    /// `fill(previous)`.
+    Previous,
+    /// `fill(linear)`.
+    Linear,
+    /// `fill(<number>)`.
+    Value(Literal),
+}
+
+/// A `SELECT` statement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SelectStatement {
+    /// Projections, in order.
+    pub fields: Vec<Projection>,
+    /// The measurement.
+    pub from: MeasurementRef,
+    /// WHERE condition.
+    pub condition: Option<Condition>,
+    /// GROUP BY dimensions.
+    pub group_by: Vec<Dimension>,
+    /// fill option.
+    pub fill: Option<Fill>,
+    /// `ORDER BY time DESC` when true (`ASC` is the default).
+    pub descending: Option<bool>,
+    /// LIMIT.
+    pub limit: Option<u64>,
+    /// OFFSET.
+    pub offset: Option<u64>,
+}
+
+impl fmt::Display for Projection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.expr {
+            Projected::Wildcard => f.write_str("*")?,
+            Projected::Identifier(i) => write!(f, "{i}")?,
+            Projected::Call { name, args } => {
+                write!(f, "{name}(")?;
+                for (k, a) in args.iter().enumerate() {
+                    if k > 0 {
+                        f.write_str(", ")?;
+                    }
+                    match a {
+                        CallArg::Wildcard => f.write_str("*")?,
+                        CallArg::Expr(e) => write!(f, "{e}")?,
+                    }
+                }
+                f.write_str(")")?;
+            }
+        }
+        if let Some(a) = &self.alias {
+            write!(f, " AS {a}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for MeasurementRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.database, &self.retention_policy) {
+            (Some(db), Some(rp)) => write!(f, "{db}.{rp}.{}", self.name),
+            (Some(db), None) => write!(f, "{db}..{}", self.name),
+            (None, Some(rp)) => write!(f, "{rp}.{}", self.name),
+            (None, None) => write!(f, "{}", self.name),
+        }
+    }
+}
+
+impl fmt::Display for SelectStatement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SELECT ")?;
+        for (k, p) in self.fields.iter().enumerate() {
+            if k > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{p}")?;
+        }
+        write!(f, " FROM {}", self.from)?;
+        if let Some(c) = &self.condition {
+            write!(f, " WHERE {c}")?;
+        }
+        if !self.group_by.is_empty() {
+            f.write_str(" GROUP BY ")?;
+            for (k, d) in self.group_by.iter().enumerate() {
+                if k > 0 {
+                    f.write_str(", ")?;
+                }
+                match d {
+                    Dimension::Time { interval, offset } => {
+                        write!(f, "time({interval}")?;
+                        if let Some(o) = offset {
+                            write!(f, ", {o}")?;
+                        }
+                        f.write_str(")")?;
+                    }
+                    Dimension::Tag(t) => write!(f, "{t}")?,
+                    Dimension::Wildcard => f.write_str("*")?,
+                }
+            }
+        }
+        if let Some(fill) = &self.fill {
+            match fill {
+                Fill::Null => f.write_str(" fill(null)")?,
+                Fill::None => f.write_str(" fill(none)")?,
+                Fill::Previous => f.write_str(" fill(previous)")?,
+                Fill::Linear => f.write_str(" fill(linear)")?,
+                Fill::Value(v) => write!(f, " fill({v})")?,
+            }
+        }
+        if let Some(desc) = self.descending {
+            write!(f, " ORDER BY time {}", if desc { "DESC" } else { "ASC" })?;
+        }
+        if let Some(n) = self.limit {
+            write!(f, " LIMIT {n}")?;
+        }
+        if let Some(n) = self.offset {
+            write!(f, " OFFSET {n}")?;
+        }
+        Ok(())
+    }
+}
+
+fn call_arg(i: &str) -> PResult<'_, CallArg> {
+    alt((
+        map(token("*"), |_| CallArg::Wildcard),
+        map(expr, CallArg::Expr),
+    ))(i)
+}
+
+fn projected(i: &str) -> PResult<'_, Projected> {
+    if let Ok((rest, _)) = token("*")(i) {
+        return Ok((rest, Projected::Wildcard));
+    }
+    let (rest, name) = identifier(i)?;
+    let Ok((mut rest, _)) = token("(")(rest) else {
+        return Ok((rest, Projected::Identifier(name)));
+    };
+    let mut args = Vec::new();
+    if let Ok((r, _)) = token(")")(rest) {
+        return Ok((
+            r,
+            Projected::Call {
+                name: name.0.to_lowercase(),
+                args,
+            },
+        ));
+    }
+    loop {
+        let (r, a) = expect("a function argument", call_arg)(rest)?;
+        args.push(a);
+        if let Ok((r, _)) = token(",")(r) {
+            rest = r;
+            continue;
+        }
+        let (r, _) = expect("',' or ')' in the argument list", token(")"))(r)?;
+        return Ok((
+            r,
+            Projected::Call {
+                name: name.0.to_lowercase(),
+                args,
+            },
+        ));
+    }
+}
+
+fn projection(i: &str) -> PResult<'_, Projection> {
+    let (i, expr) = projected(i)?;
+    if let Ok((rest, _)) = keyword("AS")(i) {
+        let (rest, alias) = expect("an alias after AS", identifier)(rest)?;
+        return Ok((
+            rest,
+            Projection {
+                expr,
+                alias: Some(alias),
+            },
+        ));
+    }
+    Ok((i, Projection { expr, alias: None }))
+}
+
+fn measurement(i: &str) -> PResult<'_, MeasurementRef> {
+    let (i, first) = expect("a measurement name", identifier)(i)?;
+    let mut parts = vec![Some(first)];
+    let mut i = i;
+    while parts.len() < 3 {
+        let Ok((rest, _)) = nom::bytes::complete::tag::<_, _, super::common::Fail>(".")(i) else {
+            break;
+        };
+        if let Ok((r, id)) = identifier(rest) {
+            parts.push(Some(id));
+            i = r;
+        } else if parts.len() == 1 && rest.starts_with('.') {
+            // `db..m`: the default retention policy.
+            parts.push(None);
+            i = rest;
+        } else {
+            return fail_at(rest, "a name after '.'");
+        }
+    }
+    let name = match parts.pop().flatten() {
+        Some(n) => n,
+        None => return fail_at(i, "a measurement name"),
+    };
+    let (database, retention_policy) = match parts.len() {
+        2 => (parts[0].clone(), parts[1].clone()),
+        1 => (None, parts[0].clone()),
+        _ => (None, None),
+    };
+    Ok((
+        i,
+        MeasurementRef {
+            database,
+            retention_policy,
+            name,
+        },
+    ))
+}
+
+fn dimension(i: &str) -> PResult<'_, Dimension> {
+    if let Ok((rest, _)) = token("*")(i) {
+        return Ok((rest, Dimension::Wildcard));
+    }
+    if let Ok((rest, _)) = keyword("time")(i) {
+        if let Ok((rest, _)) = token("(")(rest) {
+            let (rest, interval) = expect("a duration such as 1s", duration)(rest)?;
+            let (rest, offset) = match token(",")(rest) {
+                Ok((r, _)) => {
+                    let (r, o) = expect("an offset duration", duration)(r)?;
+                    (r, Some(o))
+                }
+                Err(_) => (rest, None),
+            };
+            let (rest, _) = expect("')'", token(")"))(rest)?;
+            return Ok((rest, Dimension::Time { interval, offset }));
+        }
+    }
+    map(identifier, Dimension::Tag)(i)
+}
+
+fn fill(i: &str) -> PResult<'_, Fill> {
+    let (i, _) = keyword("fill")(i)?;
+    let (i, _) = expect("'(' after fill", token("("))(i)?;
+    let (i, f) = if let Ok((r, _)) = keyword("null")(i) {
+        (r, Fill::Null)
+    } else if let Ok((r, _)) = keyword("none")(i) {
+        (r, Fill::None)
+    } else if let Ok((r, _)) = keyword("previous")(i) {
+        (r, Fill::Previous)
+    } else if let Ok((r, _)) = keyword("linear")(i) {
+        (r, Fill::Linear)
+    } else {
+        let (r, v) = expect("null, none, previous, linear or a number", number)(i)?;
+        (r, Fill::Value(v))
+    };
+    let (i, _) = expect("')'", token(")"))(i)?;
+    Ok((i, f))
+}
+
+/// `SELECT …` up to the end of the statement.
+pub fn select(i: &str) -> PResult<'_, SelectStatement> {
+    let (i, _) = keyword("SELECT")(i)?;
+    let (mut i, first) = expect("a field, a function call or *", projection)(i)?;
+    let mut fields = vec![first];
+    while let Ok((rest, _)) = token(",")(i) {
+        let (rest, p) = expect("a field, a function call or *", projection)(rest)?;
+        fields.push(p);
+        i = rest;
+    }
+    let (i, _) = expect("FROM", keyword("FROM"))(i)?;
+    let (mut i, from) = measurement(i)?;
+    if token(",")(i).is_ok() {
+        return fail_at(
+            i,
+            "one measurement (several FROM sources are not supported)",
+        );
+    }
+    let mut s = SelectStatement {
+        fields,
+        from,
+        condition: None,
+        group_by: Vec::new(),
+        fill: None,
+        descending: None,
+        limit: None,
+        offset: None,
+    };
+    if let Ok((rest, _)) = keyword("WHERE")(i) {
+        let (rest, c) = expect("a condition", condition)(rest)?;
+        s.condition = Some(c);
+        i = rest;
+    }
+    if let Ok((rest, _)) = keyword("GROUP")(i) {
+        let (rest, _) = expect("BY after GROUP", keyword("BY"))(rest)?;
+        let (mut rest, d) = expect("time(…), a tag key or *", dimension)(rest)?;
+        s.group_by.push(d);
+        while let Ok((r, _)) = token(",")(rest) {
+            let (r, d) = expect("time(…), a tag key or *", dimension)(r)?;
+            s.group_by.push(d);
+            rest = r;
+        }
+        i = rest;
+    }
+    if let Ok((rest, f)) = fill(i) {
+        s.fill = Some(f);
+        i = rest;
+    }
+    if let Ok((rest, _)) = keyword("ORDER")(i) {
+        let (rest, _) = expect("BY after ORDER", keyword("BY"))(rest)?;
+        let (rest, _) = expect("time (only ORDER BY time is supported)", keyword("time"))(rest)?;
+        let (rest, desc) = if let Ok((r, _)) = keyword("DESC")(rest) {
+            (r, true)
+        } else if let Ok((r, _)) = keyword("ASC")(rest) {
+            (r, false)
+        } else {
+            (rest, false)
+        };
+        s.descending = Some(desc);
+        i = rest;
+    }
+    if let Ok((rest, _)) = keyword("LIMIT")(i) {
+        let (rest, n) = expect("a row count after LIMIT", unsigned)(rest)?;
+        s.limit = Some(n);
+        i = rest;
+    }
+    if let Ok((rest, _)) = keyword("OFFSET")(i) {
+        let (rest, n) = expect("a row count after OFFSET", unsigned)(rest)?;
+        s.offset = Some(n);
+        i = rest;
+    }
+    Ok((i, s))
+}

@@ -1,0 +1,308 @@
+//! WHERE → a time window, tag predicates and field predicates.
+//!
+//! Only conjunctions are planned (`OR` is refused). Time is compared in
+//! nanoseconds as InfluxDB does, then mapped onto Loom's µs exactly: a
+//! record at `t` µs is at `t·1000` ns.
+
+use loom::{FieldDef, Value};
+
+use crate::error::{Error, Result};
+use crate::parse::{ArithOp, CompareOp, Condition, Expr, Literal};
+use crate::plan::catalog::Catalog;
+
+/// Inclusive bounds in ns since the epoch; `None` = unbounded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TimeBounds {
+    /// Lowest time allowed.
+    pub lo_ns: Option<i128>,
+    /// Highest time allowed.
+    pub hi_ns: Option<i128>,
+}
+
+impl TimeBounds {
+    /// The same window in Loom µs `[t0, t1]`; `None` when it holds no µs.
+    pub fn to_us(self) -> Option<(u64, u64)> {
+        let lo = self.lo_ns.map_or(0, |ns| ceil_div(ns, 1000).max(0));
+        let hi = self
+            .hi_ns
+            .map_or(i128::from(u64::MAX), |ns| floor_div(ns, 1000));
+        if hi < 0 || lo > hi || lo > i128::from(u64::MAX) {
+            return None;
+        }
+        Some((lo as u64, hi.min(i128::from(u64::MAX)) as u64))
+    }
+}
+
+fn floor_div(a: i128, b: i128) -> i128 {
+    a.div_euclid(b)
+}
+
+fn ceil_div(a: i128, b: i128) -> i128 {
+    -((-a).div_euclid(b))
+}
+
+/// A number to compare field values with.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Number {
+    /// An integer literal.
+    Int(i128),
+    /// A float literal.
+    Float(f64),
+}
+
+/// `field op number`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldPredicate {
+    /// The field.
+    pub field: FieldDef,
+    /// The comparison (field on the left).
+    pub op: CompareOp,
+    /// The constant.
+    pub value: Number,
+}
+
+impl FieldPredicate {
+    /// Whether a record's value satisfies the predicate (integers compared
+    /// exactly, floats as doubles).
+    pub fn holds(&self, v: Value) -> bool {
+        let ord = match (v, self.value) {
+            (Value::Unsigned(a), Number::Int(b)) => i128::from(a).partial_cmp(&b),
+            (Value::Signed(a), Number::Int(b)) => i128::from(a).partial_cmp(&b),
+            (v, Number::Int(b)) => v.as_f64().partial_cmp(&(b as f64)),
+            (v, Number::Float(b)) => v.as_f64().partial_cmp(&b),
+        };
+        let Some(ord) = ord else { return false };
+        use std::cmp::Ordering::*;
+        match self.op {
+            CompareOp::Eq => ord == Equal,
+            CompareOp::Ne => ord != Equal,
+            CompareOp::Lt => ord == Less,
+            CompareOp::Le => ord != Greater,
+            CompareOp::Gt => ord == Greater,
+            CompareOp::Ge => ord != Less,
+        }
+    }
+
+    /// Values of an unsigned field that may satisfy the predicate, as an
+    /// inclusive range (a superset for float constants; `holds` decides).
+    pub fn unsigned_range(&self) -> (u64, u64) {
+        use CompareOp::*;
+        const EMPTY: (u64, u64) = (1, 0);
+        let max = i128::from(u64::MAX);
+        let (lo, hi) = match self.value {
+            Number::Float(f) if f.is_nan() => return EMPTY,
+            Number::Float(f) => {
+                let c = f.floor() as i128;
+                match self.op {
+                    Ne => (0, max),
+                    Gt | Ge => (c, max),
+                    Lt | Le => (0, c + 1),
+                    Eq => (c, c + 1),
+                }
+            }
+            Number::Int(c) => match self.op {
+                Ne => (0, max),
+                Gt => (c + 1, max),
+                Ge => (c, max),
+                Lt => (0, c - 1),
+                Le => (0, c),
+                Eq => (c, c),
+            },
+        };
+        let (lo, hi) = (lo.max(0), hi.min(max));
+        if lo > hi {
+            EMPTY
+        } else {
+            (lo as u64, hi as u64)
+        }
+    }
+}
+
+/// `tag = 'v'` or `tag != 'v'`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TagPredicate {
+    /// Tag key.
+    pub key: String,
+    /// True for `=`, false for `!=`.
+    pub equal: bool,
+    /// Tag value.
+    pub value: String,
+}
+
+impl TagPredicate {
+    /// Whether a series with tag value `v` (`None`: no such tag) matches.
+    pub fn holds(&self, v: Option<&str>) -> bool {
+        (v.unwrap_or("") == self.value) == self.equal
+    }
+}
+
+/// What a WHERE clause says.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Filters {
+    /// The time window.
+    pub time: TimeBounds,
+    /// Tag predicates (all must hold).
+    pub tags: Vec<TagPredicate>,
+    /// Field predicates (all must hold).
+    pub fields: Vec<FieldPredicate>,
+}
+
+/// Evaluates a time expression to ns: literals, `now()`, `±` durations.
+fn time_value(e: &Expr, now_ns: i128) -> Result<i128> {
+    match e {
+        Expr::Now => Ok(now_ns),
+        Expr::Literal(Literal::Integer(v)) => Ok(*v),
+        Expr::Literal(Literal::Duration(d)) => Ok(i128::from(d.0)),
+        Expr::Literal(Literal::Float(f)) => Ok(*f as i128),
+        Expr::Literal(Literal::String(s)) => parse_rfc3339(s),
+        Expr::Arith { lhs, op, rhs } => {
+            let l = time_value(lhs, now_ns)?;
+            let r = time_value(rhs, now_ns)?;
+            Ok(match op {
+                ArithOp::Add => l + r,
+                ArithOp::Sub => l - r,
+            })
+        }
+        Expr::Identifier(i) => Err(Error::Unsupported(format!(
+            "comparing time with the identifier {i}"
+        ))),
+    }
+}
+
+/// RFC 3339 (`2023-11-14T22:13:20Z`, fractions and offsets allowed) or a
+/// plain date-time `2023-11-14 22:13:20` taken as UTC, to ns.
+pub fn parse_rfc3339(s: &str) -> Result<i128> {
+    let dt = chrono::DateTime::parse_from_rfc3339(s)
+        .map(|d| d.to_utc())
+        .or_else(|_| {
+            chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S%.f").map(|n| n.and_utc())
+        })
+        .or_else(|_| {
+            chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
+                .map(|d| d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc())
+        })
+        .map_err(|_| Error::Plan(format!("{s:?} is not an RFC 3339 time")))?;
+    Ok(i128::from(dt.timestamp()) * 1_000_000_000 + i128::from(dt.timestamp_subsec_nanos()))
+}
+
+fn is_time(e: &Expr) -> bool {
+    matches!(e, Expr::Identifier(i) if i.as_str().eq_ignore_ascii_case("time"))
+}
+
+fn flip(op: CompareOp) -> CompareOp {
+    match op {
+        CompareOp::Lt => CompareOp::Gt,
+        CompareOp::Le => CompareOp::Ge,
+        CompareOp::Gt => CompareOp::Lt,
+        CompareOp::Ge => CompareOp::Le,
+        o => o,
+    }
+}
+
+fn conjuncts<'a>(c: &'a Condition, out: &mut Vec<&'a Condition>) -> Result<()> {
+    match c {
+        Condition::And(l, r) => {
+            conjuncts(l, out)?;
+            conjuncts(r, out)
+        }
+        Condition::Or(..) => Err(Error::Unsupported(format!("OR in WHERE ({c})"))),
+        cmp => {
+            out.push(cmp);
+            Ok(())
+        }
+    }
+}
+
+impl Filters {
+    /// Plans a WHERE clause against `measurement`; `now_ns` is `now()`.
+    pub fn plan(
+        cond: Option<&Condition>,
+        catalog: &Catalog,
+        measurement: &str,
+        now_ns: i128,
+    ) -> Result<Filters> {
+        let mut f = Filters::default();
+        let Some(cond) = cond else { return Ok(f) };
+        let mut parts = Vec::new();
+        conjuncts(cond, &mut parts)?;
+        for c in parts {
+            let Condition::Compare { lhs, op, rhs } = c else {
+                continue;
+            };
+            let (lhs, op, rhs) = match (lhs, rhs) {
+                (Expr::Identifier(_), _) => (lhs, *op, rhs),
+                (_, Expr::Identifier(_)) => (rhs, flip(*op), lhs),
+                _ => {
+                    return Err(Error::Unsupported(format!(
+                        "a comparison without a field, tag or time ({c})"
+                    )))
+                }
+            };
+            if is_time(lhs) {
+                let ns = time_value(rhs, now_ns)?;
+                f.time_bound(op, ns, c)?;
+                continue;
+            }
+            let Expr::Identifier(name) = lhs else {
+                continue;
+            };
+            let name = name.as_str();
+            if catalog.is_tag(measurement, name) {
+                let Expr::Literal(Literal::String(v)) = rhs else {
+                    return Err(Error::Plan(format!(
+                        "tag {name} can only be compared with a string ({c})"
+                    )));
+                };
+                let equal = match op {
+                    CompareOp::Eq => true,
+                    CompareOp::Ne => false,
+                    _ => {
+                        return Err(Error::Unsupported(format!(
+                            "ordering comparisons on tags ({c})"
+                        )))
+                    }
+                };
+                f.tags.push(TagPredicate {
+                    key: name.to_string(),
+                    equal,
+                    value: v.clone(),
+                });
+            } else if let Some(field) = catalog.field(measurement, name) {
+                let value = match rhs {
+                    Expr::Literal(Literal::Integer(v)) => Number::Int(*v),
+                    Expr::Literal(Literal::Float(v)) => Number::Float(*v),
+                    _ => {
+                        return Err(Error::Unsupported(format!(
+                            "comparing field {name} with something other than a number ({c})"
+                        )))
+                    }
+                };
+                f.fields.push(FieldPredicate { field, op, value });
+            } else {
+                return Err(Error::Plan(format!(
+                    "{name} is not a tag or field of measurement {measurement}"
+                )));
+            }
+        }
+        Ok(f)
+    }
+
+    fn time_bound(&mut self, op: CompareOp, ns: i128, c: &Condition) -> Result<()> {
+        let lo = |b: &mut TimeBounds, v: i128| b.lo_ns = Some(b.lo_ns.map_or(v, |o| o.max(v)));
+        let hi = |b: &mut TimeBounds, v: i128| b.hi_ns = Some(b.hi_ns.map_or(v, |o| o.min(v)));
+        match op {
+            CompareOp::Gt => lo(&mut self.time, ns + 1),
+            CompareOp::Ge => lo(&mut self.time, ns),
+            CompareOp::Lt => hi(&mut self.time, ns - 1),
+            CompareOp::Le => hi(&mut self.time, ns),
+            CompareOp::Eq => {
+                lo(&mut self.time, ns);
+                hi(&mut self.time, ns);
+            }
+            CompareOp::Ne => {
+                return Err(Error::Unsupported(format!("time != … ({c})")));
+            }
+        }
+        Ok(())
+    }
+}

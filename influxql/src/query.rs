@@ -1,0 +1,45 @@
+//! The whole path for one query text: parse every statement, plan them all
+//! (so an unsupported construct refuses the request before anything runs),
+//! execute each on one snapshot.
+
+use loom::Snapshot;
+
+use crate::error::{Error, Result};
+use crate::exec::{self, Limits};
+use crate::parse::parse_statements;
+use crate::plan::{self, Catalog};
+use crate::result::StatementResult;
+
+/// Answers of a query's statements, in order. `Err` for the whole request
+/// when a statement does not parse or uses a construct outside the subset;
+/// per-statement errors (unknown names, limits, storage) are inside.
+pub fn run(
+    snap: &Snapshot,
+    text: &str,
+    now_ns: i128,
+    limits: &Limits,
+) -> Result<Vec<Result<StatementResult>>> {
+    let statements = parse_statements(text)?;
+    let catalog = Catalog::of(snap);
+    let plans: Vec<Result<plan::Plan>> = statements
+        .iter()
+        .map(|s| plan::plan(s, &catalog, now_ns))
+        .collect();
+    if let Some(Err(e)) = plans
+        .iter()
+        .find(|p| matches!(p, Err(Error::Unsupported(_))))
+    {
+        return Err(e.clone());
+    }
+    Ok(plans
+        .into_iter()
+        .map(|p| p.and_then(|p| exec::execute(snap, &catalog, &p, limits)))
+        .collect())
+}
+
+/// Wall-clock time in ns since the epoch: InfluxDB's `now()`.
+pub fn now_ns() -> i128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128)
+}
