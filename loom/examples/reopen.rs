@@ -93,7 +93,11 @@ fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        let duration = if x.is_multiple_of(1000) { x % 50_000 } else { x % 300 };
+        let duration = if x.is_multiple_of(1000) {
+            x % 50_000
+        } else {
+            x % 300
+        };
         rec[8..16].copy_from_slice(&(i / 8).to_le_bytes());
         rec[16..24].copy_from_slice(&duration.to_le_bytes());
         w.push(hs[(x % 4) as usize], i / 8, &rec)?;

@@ -49,13 +49,17 @@ fn killed_writer_loses_nothing_persisted() -> Result<(), Box<dyn std::error::Err
     let rounds = env_u64("LOOM_CRASH_ROUNDS", || DEFAULT_ROUNDS);
     let replay = format!("seed {seed}; replay with LOOM_CRASH_SEED={seed}");
     eprintln!("crash test: {rounds} kill points, {replay}");
-    let dir = tempfile::tempdir()?;
+    // LOOM_CRASH_DIR keeps the store for a post-mortem; by default it is a
+    // temporary directory.
+    let temp = tempfile::tempdir()?;
+    let kept = std::env::var_os("LOOM_CRASH_DIR").map(std::path::PathBuf::from);
+    let dir_path = kept.unwrap_or_else(|| temp.path().to_path_buf());
     let exe = env!("CARGO_BIN_EXE_loom-crash-child");
     let mut persisted = [0u64; SOURCES as usize];
     let mut rng = seed;
     for round in 0..rounds {
         let mut child = Command::new(exe)
-            .arg(dir.path())
+            .arg(&dir_path)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()?;
@@ -83,7 +87,7 @@ fn killed_writer_loses_nothing_persisted() -> Result<(), Box<dyn std::error::Err
             "round {round}: the child never persisted; {replay}"
         );
 
-        check_recovered(dir.path(), &persisted, round, &replay)?;
+        check_recovered(&dir_path, &persisted, round, &replay)?;
     }
     Ok(())
 }

@@ -61,11 +61,13 @@ pub(crate) enum IndexMsg {
         block: Option<(u64, SlabView<u8>)>,
     },
     /// The writer moved past segment `segment`; its last chunk ends at
-    /// `data_end` and it holds `chunks` chunks.
+    /// `data_end`, it holds `chunks` chunks, and its bytes are durable once
+    /// the flusher's first `after_jobs` jobs are.
     SegmentDone {
         segment: u64,
         data_end: u64,
         chunks: u64,
+        after_jobs: u64,
     },
     /// Answered once every earlier message is processed and published.
     Barrier(Sender<()>),
@@ -143,8 +145,9 @@ impl Indexer {
 struct IndexFiles {
     cfg: SegmentIndexing,
     current: Option<SegmentIndexWriter>,
-    /// Segments done but not yet durable: `(segment, data_end, chunks)`.
-    pending: Vec<(u64, u64, u64)>,
+    /// Segments done but not yet durable:
+    /// `(segment, data_end, chunks, after_jobs)`.
+    pending: Vec<(u64, u64, u64, u64)>,
     /// Segments whose file could not be written; recovery scans them.
     broken: Vec<u64>,
 }
@@ -218,11 +221,11 @@ impl IndexFiles {
 
     /// Writes the footers of done segments whose data is now durable.
     fn finish_durable(&mut self) {
-        let durable = self.cfg.flusher.durable_end.load(Ordering::Acquire);
+        let durable = self.cfg.flusher.durable_jobs.load(Ordering::Acquire);
         let mut i = 0;
         while i < self.pending.len() {
-            let (seg, data_end, chunks) = self.pending[i];
-            if data_end > durable {
+            let (seg, data_end, chunks, after_jobs) = self.pending[i];
+            if after_jobs > durable {
                 i += 1;
                 continue;
             }
@@ -383,9 +386,10 @@ impl Worker {
                 segment,
                 data_end,
                 chunks,
+                after_jobs,
             } => {
                 if let Some(s) = self.segs.as_mut() {
-                    s.pending.push((segment, data_end, chunks));
+                    s.pending.push((segment, data_end, chunks, after_jobs));
                 }
                 false
             }

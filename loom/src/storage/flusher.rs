@@ -45,8 +45,11 @@ pub(crate) struct FlushAck {
 /// What the flusher thread tells the rest of the store.
 #[derive(Default)]
 pub(crate) struct FlusherStatus {
-    /// Log address below which everything written is synced to disk.
-    pub durable_end: AtomicU64,
+    /// Jobs (numbered from 0 in the order sent) whose bytes are durable:
+    /// written and, with `sync_data`, synced. Counted by job, not by
+    /// address: a later job rewrites the zero padding an earlier persist
+    /// wrote, so "the highest address written" overstates what is durable.
+    pub durable_jobs: AtomicU64,
     /// Why writing currently fails, `None` while writes succeed.
     pub failing: Mutex<Option<String>>,
     /// Writes or syncs that failed (each retry counts).
@@ -86,8 +89,6 @@ pub(crate) struct FlusherConfig {
     pub sync_data: bool,
     pub sync_interval: Duration,
     pub retry_interval: Duration,
-    /// Address everything below which is already on disk (recovered).
-    pub durable_end: u64,
 }
 
 struct State {
@@ -99,7 +100,8 @@ struct State {
     last_sync: Instant,
     unsynced: Vec<u64>,
     files: HashMap<u64, File>,
-    written_end: u64,
+    /// Jobs written so far (id of the last one + 1).
+    written_jobs: u64,
     status: Arc<FlusherStatus>,
 }
 
@@ -108,7 +110,6 @@ impl Flusher {
         let (jobs, job_rx) = crossbeam_channel::unbounded::<FlushJob>();
         let (ack_tx, acks) = crossbeam_channel::unbounded::<FlushAck>();
         let status = Arc::new(FlusherStatus::default());
-        status.durable_end.store(cfg.durable_end, Ordering::Release);
         let mut state = State {
             dir: cfg.dir,
             layout: cfg.layout,
@@ -118,7 +119,7 @@ impl Flusher {
             last_sync: Instant::now(),
             unsynced: Vec::new(),
             files: HashMap::new(),
-            written_end: cfg.durable_end,
+            written_jobs: 0,
             status: Arc::clone(&status),
         };
         let retry = cfg.retry_interval;
@@ -246,14 +247,14 @@ impl State {
             .ok_or_else(|| format!("flush range {}..{} outside the block", job.from, job.to))?;
         if !bytes.is_empty() {
             self.write_range(seg, off + job.from as u64, bytes)?;
-            self.written_end = self.written_end.max(job.base + job.to as u64);
         }
+        self.written_jobs = self.written_jobs.max(job.id + 1);
         if !self.sync_data {
             // Written data survives a crash of the process, which is all
             // this mode promises.
             self.status
-                .durable_end
-                .store(self.written_end, Ordering::Release);
+                .durable_jobs
+                .store(self.written_jobs, Ordering::Release);
         }
         if job.durable || self.last_sync.elapsed() >= self.sync_interval {
             self.sync_all()?;
@@ -262,7 +263,7 @@ impl State {
     }
 
     /// Syncs every file written since the last sync and advances
-    /// `durable_end`.
+    /// `durable_jobs`.
     fn sync_all(&mut self) -> Result<(), String> {
         if self.sync_data {
             let dir = self.dir.clone();
@@ -284,8 +285,8 @@ impl State {
         self.unsynced.clear();
         self.last_sync = Instant::now();
         self.status
-            .durable_end
-            .store(self.written_end, Ordering::Release);
+            .durable_jobs
+            .store(self.written_jobs, Ordering::Release);
         Ok(())
     }
 

@@ -27,7 +27,7 @@ impl Writer {
         }
     }
 
-    fn handle_ack(&mut self, ack: FlushAck) {
+    pub(super) fn handle_ack(&mut self, ack: FlushAck) {
         if let Err(m) = ack.result {
             log::error!("{}: {m}", self.dir.display());
             self.failed.get_or_insert(m);
@@ -43,16 +43,6 @@ impl Writer {
     pub(super) fn drain_acks(&mut self) {
         while let Ok(ack) = self.flusher.acks.try_recv() {
             self.handle_ack(ack);
-        }
-    }
-
-    pub(super) fn wait_ack(&mut self) -> Result<()> {
-        match self.flusher.acks.recv() {
-            Ok(ack) => {
-                self.handle_ack(ack);
-                Ok(())
-            }
-            Err(_) => Err(Error::FlushFailed("the flusher thread has stopped".into())),
         }
     }
 
@@ -103,10 +93,14 @@ impl Writer {
         self.block_durable = 0;
         self.stats.blocks_flushed += 1;
         if self.block_base / self.layout.segment_size != old_segment {
+            // The footer may only be written once this block's job is
+            // durable: an earlier persist of the block wrote zeros where
+            // later chunks now are.
             self.send_index(IndexMsg::SegmentDone {
                 segment: old_segment,
                 data_end: self.last_chunk_end,
                 chunks: self.seg_chunks,
+                after_jobs: job + 1,
             })?;
             self.seg_chunks = 0;
             self.note_segment(self.block_base);

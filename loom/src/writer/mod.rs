@@ -118,6 +118,8 @@ pub struct Writer {
     /// Chunks sealed into the segment being written, and where the last ends.
     seg_chunks: u64,
     last_chunk_end: u64,
+    /// Set by `close` and drop: a failing write is given up, not waited for.
+    closing: bool,
     closed: bool,
     lock: Option<DirLock>,
 }
@@ -135,6 +137,7 @@ impl Writer {
 
     /// Persists everything and stops the flusher and indexer threads.
     pub fn close(mut self) -> crate::Result<()> {
+        self.closing = true;
         let r = self.persist();
         self.shutdown();
         r
@@ -223,6 +226,7 @@ impl Writer {
 impl Drop for Writer {
     fn drop(&mut self) {
         if !self.closed {
+            self.closing = true;
             if let Err(e) = self.persist() {
                 log::error!("{}: persist on drop failed: {e}", self.dir.display());
             }

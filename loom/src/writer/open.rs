@@ -209,7 +209,6 @@ pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
         sync_data: config.sync_data,
         sync_interval: Duration::from_millis(config.sync_interval_ms),
         retry_interval: Duration::from_millis(config.write_retry_ms),
-        durable_end: recovered.end,
     });
     if flusher.thread.is_none() {
         return Err(Error::FlushFailed(
@@ -230,10 +229,12 @@ pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
     // The writer resumes in a new segment: the recovered last one is complete.
     let resumes_in_new = end_segment.is_some_and(|s| block_base / layout.segment_size != s);
     if let (Some(seg), true) = (end_segment, resumes_in_new) {
+        // Recovered bytes are on disk already: no flusher job to wait for.
         msgs.push(IndexMsg::SegmentDone {
             segment: seg,
             data_end: end,
             chunks: chunks_in_end_segment,
+            after_jobs: 0,
         });
     }
     let indexer = start_indexer(
@@ -289,6 +290,7 @@ pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
             chunks_in_end_segment
         },
         last_chunk_end: end,
+        closing: false,
         closed: false,
         lock: Some(lock),
     };

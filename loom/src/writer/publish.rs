@@ -97,7 +97,28 @@ impl Writer {
         let target = self.send(view, self.block_base, range, true)?;
         self.block_durable = self.block_durable.max(len);
         while self.last_acked.is_none_or(|a| a < target) {
-            self.wait_ack()?;
+            // The flusher still reads the padded view, so the block cannot be
+            // written before the acknowledgement. A write that fails
+            // meanwhile (full disk, store gone) is retried by the flusher;
+            // when closing, tell it to give up so the acknowledgement comes.
+            match self
+                .flusher
+                .acks
+                .recv_timeout(std::time::Duration::from_millis(50))
+            {
+                Ok(ack) => self.handle_ack(ack),
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                    if self.closing && self.flusher.status.failing().is_some() {
+                        self.flusher
+                            .status
+                            .stop
+                            .store(true, std::sync::atomic::Ordering::Release);
+                    }
+                }
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
+                    return Err(Error::FlushFailed("the flusher thread has stopped".into()))
+                }
+            }
         }
         self.check_failed()?;
         self.apply_retention();
