@@ -56,7 +56,8 @@ pub struct Cli {
     /// event time and store them in time order, so interleaved batches of a
     /// workload's threads keep their exact times. Records later than this
     /// are stored at their source's newest time and counted as `raised`.
-    /// 0 turns the stage off.
+    /// Held records are released after 1 s without new data. 0 turns the
+    /// stage off.
     #[arg(long, default_value_t = 50)]
     pub reorder_window_ms: u64,
     /// Ask the questions once when ingest ends (see --stop-after-connections)

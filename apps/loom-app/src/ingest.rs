@@ -26,6 +26,10 @@ pub enum TimestampMode {
     Event,
 }
 
+/// How long the senders must be quiet before the reorder stage releases
+/// everything it holds.
+const REORDER_IDLE_RELEASE: Duration = Duration::from_secs(1);
+
 /// Ingest settings.
 pub struct IngestConfig {
     /// Which timestamp to store.
@@ -304,6 +308,7 @@ pub fn run(
         ready: Vec::new(),
     };
     let mut ended = 0u64;
+    let mut last_batch = Instant::now();
     let mut last_sync = Instant::now();
     let mut last_persist = Instant::now();
     let mut dirty = false;
@@ -313,6 +318,7 @@ pub fn run(
         }
         match rx.recv_timeout(Duration::from_millis(20)) {
             Ok(Msg::Batch { arrival_us, batch }) => {
+                last_batch = Instant::now();
                 ing.batch(arrival_us, &batch);
                 dirty = true;
                 if let (Some(cut), Some(first)) = (ing.cfg.stop_after_data_us, ing.first_stored) {
@@ -327,7 +333,17 @@ pub fn run(
                     break IngestEnd::ConnectionsEnded;
                 }
             }
-            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Timeout) => {
+                // Nothing newer will push held records past the window while
+                // the senders are quiet: release them so they become visible
+                // (and durable) instead of waiting for the next batch.
+                if ing.reorder.as_ref().is_some_and(|r| r.held() > 0)
+                    && last_batch.elapsed() >= REORDER_IDLE_RELEASE
+                {
+                    ing.flush_reorder();
+                    dirty = true;
+                }
+            }
             Err(RecvTimeoutError::Disconnected) => break IngestEnd::Shutdown,
         }
         if last_persist.elapsed() >= ing.cfg.persist_interval {

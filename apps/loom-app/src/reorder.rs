@@ -109,7 +109,6 @@ impl Reorder {
     }
 
     /// Records held now.
-    #[cfg(test)]
     pub fn held(&self) -> usize {
         self.held
     }
