@@ -113,9 +113,9 @@ mod tests {
     use crate::schema::{FieldDef, FieldType};
 
     #[test]
-    fn round_trip_and_corruption_is_reported() {
-        let dir = tempfile::tempdir().unwrap();
-        assert!(load(dir.path()).unwrap().is_empty());
+    fn round_trip_and_corruption_is_reported() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        assert!(load(dir.path())?.is_empty());
         let s = SourceSchema {
             measurement: "kv".into(),
             tags: vec![("op".into(), "read".into())],
@@ -126,12 +126,13 @@ mod tests {
             }],
             index: None,
         };
-        store(dir.path(), &[(SourceId(7), s.clone())]).unwrap();
-        assert_eq!(load(dir.path()).unwrap(), vec![(SourceId(7), s)]);
+        store(dir.path(), &[(SourceId(7), s.clone())])?;
+        assert_eq!(load(dir.path())?, vec![(SourceId(7), s)]);
         let p = dir.path().join(FILE);
-        let text = fs::read_to_string(&p).unwrap().replace("read", "reaD");
-        fs::write(&p, text).unwrap();
+        let text = fs::read_to_string(&p)?.replace("read", "reaD");
+        fs::write(&p, text)?;
         let e = load(dir.path()).unwrap_err().to_string();
         assert!(e.contains("checksum"), "{e}");
+        Ok(())
     }
 }

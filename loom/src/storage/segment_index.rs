@@ -419,31 +419,32 @@ mod tests {
     }
 
     #[test]
-    fn entries_round_trip_and_a_torn_tail_is_cut() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut w = SegmentIndexWriter::create(dir.path(), 3).unwrap();
-        w.chunk(&chunk(0, Some(bins()))).unwrap();
-        w.chunk(&chunk(4096, None)).unwrap();
-        w.summaries(4096, &bins()).unwrap();
-        w.finish(8192, 2).unwrap();
-        let r = read(dir.path(), 3).unwrap();
+    fn entries_round_trip_and_a_torn_tail_is_cut() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let mut w = SegmentIndexWriter::create(dir.path(), 3)?;
+        w.chunk(&chunk(0, Some(bins())))?;
+        w.chunk(&chunk(4096, None))?;
+        w.summaries(4096, &bins())?;
+        w.finish(8192, 2)?;
+        let r = read(dir.path(), 3)?;
         assert_eq!(r.stopped, None);
         assert_eq!(r.chunks, vec![chunk(0, Some(bins())), chunk(4096, None)]);
         assert_eq!(r.summaries_of(&r.chunks[1]), Some(bins()));
         assert_eq!(r.footer, Some((8192, 2)));
-        assert!(read(dir.path(), 4).unwrap().chunks.is_empty());
+        assert!(read(dir.path(), 4)?.chunks.is_empty());
 
-        let mut bytes = fs::read(path(dir.path(), 3)).unwrap();
+        let mut bytes = fs::read(path(dir.path(), 3))?;
         bytes.truncate(bytes.len() - 3);
         let cut = decode(&bytes, 3);
         assert_eq!(cut.chunks.len(), 2);
         assert_eq!(cut.footer, None);
         assert!(cut.stopped.is_some());
 
-        let mut bytes = fs::read(path(dir.path(), 3)).unwrap();
+        let mut bytes = fs::read(path(dir.path(), 3))?;
         bytes[FILE_HEADER + 12] ^= 1;
         let bad = decode(&bytes, 3);
         assert!(bad.chunks.is_empty());
-        assert!(bad.stopped.unwrap().contains("checksum"));
+        assert!(bad.stopped.ok_or("no stop reason")?.contains("checksum"));
+        Ok(())
     }
 }
