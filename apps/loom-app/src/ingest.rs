@@ -132,8 +132,8 @@ struct Ingest {
 }
 
 impl Ingest {
-    fn source(&mut self, r: &telemetry::Record) -> Option<&mut Source> {
-        let id = r.source_id();
+    /// The source of `r`, whose id is `id`, declared on first sight.
+    fn source(&mut self, id: u64, r: &telemetry::Record) -> Option<&mut Source> {
         if !self.sources.contains_key(&id) {
             let schema = schema_of(&r.series());
             match self.writer.declare(SourceId(id), schema) {
@@ -216,7 +216,9 @@ impl Ingest {
     /// Pushes one record at `ts` (raised to its source's newest time when
     /// older: a record that came after its time was released).
     fn store(&mut self, ts: u64, r: &telemetry::Record, t: &mut Tally) {
-        let Some(src) = self.source(r) else {
+        // Computed once per record: a syscall's id hashes a formatted tag.
+        let id = r.source_id();
+        let Some(src) = self.source(id, r) else {
             t.skipped += 1;
             return;
         };
@@ -230,7 +232,7 @@ impl Ingest {
         r.encode_into(&mut self.buf);
         match self.writer.push(handle, ts, &self.buf) {
             Ok(_) => {
-                if let Some(s) = self.sources.get_mut(&r.source_id()) {
+                if let Some(s) = self.sources.get_mut(&id) {
                     s.last_ts = ts;
                 }
                 t.ingested += 1;
