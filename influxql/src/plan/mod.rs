@@ -169,6 +169,10 @@ pub enum Plan {
     Raw(RawPlan),
     /// The largest values.
     Top(TopPlan),
+    /// A SELECT from a measurement with no series: an empty result, as
+    /// InfluxDB (≥ 0.9.2) answers it — measurements exist only through
+    /// their data, so an absent one is not an error.
+    Nothing,
 }
 
 /// Plans `stmt` against `catalog`; `now_ns` is `now()` in ns since the epoch.
