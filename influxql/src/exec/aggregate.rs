@@ -8,10 +8,11 @@ use crate::error::Result;
 use crate::exec::access::Access;
 use crate::exec::limits::{Limits, Ticker};
 use crate::exec::mode_unsupported;
+use crate::exec::page::{add_series, page};
 use crate::exec::rank::influx_rank;
 use crate::exec::value::{value_cmp, Sum};
 use crate::parse::CompareOp;
-use crate::plan::{AggregatePlan, Call, Func, Group, Number};
+use crate::plan::{index_range, AggregatePlan, Call, Func, Group, Number};
 use crate::result::{Cell, SeriesResult, StatementResult};
 
 /// One function's value and, for selectors, the selected point's time (µs).
@@ -198,12 +199,10 @@ fn counted_range(plan: &AggregatePlan, group: &Group) -> Option<(u64, u64)> {
         let f = s.index_field();
         plan.fields.iter().all(|p| f == Some(p.field.name.as_str()))
     });
-    (exact && on_index).then(|| {
-        plan.fields.iter().fold((0u64, u64::MAX), |(lo, hi), p| {
-            let (a, b) = p.unsigned_range();
-            (lo.max(a), hi.min(b))
-        })
-    })
+    if !(exact && on_index) {
+        return None;
+    }
+    index_range(&plan.fields, group.series.first()?.index_field())
 }
 
 /// [`bucket`] of a count-only plan over `range` of the indexed field.
@@ -254,7 +253,6 @@ fn bucket(
         let mut accs: Vec<Acc> = plan.calls.iter().map(|_| Acc::default()).collect();
         let mut ticker = Ticker::new(limits);
         for s in &group.series {
-            let index_field = s.index_field().map(str::to_string);
             let mut visit = |ts: u64, bytes: &[u8]| {
                 if !ticker.tick() {
                     return;
@@ -275,16 +273,7 @@ fn bucket(
                     }
                 }
             };
-            let range = index_field.as_deref().and_then(|f| {
-                let preds: Vec<_> = plan.fields.iter().filter(|p| p.field.name == f).collect();
-                (!preds.is_empty()).then(|| {
-                    preds.iter().fold((0u64, u64::MAX), |(lo, hi), p| {
-                        let (a, b) = p.unsigned_range();
-                        (lo.max(a), hi.min(b))
-                    })
-                })
-            });
-            match range {
+            match index_range(&plan.fields, s.index_field()) {
                 Some((lo, hi)) => {
                     let st = snap.range_scan(s.id, t0, t1, lo, hi, |ts, _, b| visit(ts, b))?;
                     access.chunks_read += st.chunks_read;
@@ -401,25 +390,13 @@ pub fn execute(
                 }
             }
         }
-        if plan.descending {
-            rows.reverse();
-        }
-        let rows: Vec<Vec<Cell>> = rows
-            .into_iter()
-            .skip(usize::try_from(plan.offset).unwrap_or(usize::MAX))
-            .take(plan.limit.map_or(usize::MAX, |l| l as usize))
-            .collect();
-        if rows.is_empty() {
-            continue;
-        }
-        total_rows += rows.len();
-        limits.rows(total_rows)?;
-        result.series.push(SeriesResult {
+        let series = SeriesResult {
             name: plan.measurement.clone(),
             tags: group.tags.clone(),
             columns: columns.clone(),
-            values: rows,
-        });
+            values: page(rows, plan.descending, plan.offset, plan.limit),
+        };
+        add_series(&mut result, &mut total_rows, limits, series)?;
     }
     Ok(result)
 }

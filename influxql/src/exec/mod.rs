@@ -3,6 +3,7 @@
 pub mod access;
 pub mod aggregate;
 pub mod limits;
+pub mod page;
 pub mod rank;
 pub mod raw;
 pub mod show;
