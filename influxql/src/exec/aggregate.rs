@@ -202,9 +202,8 @@ fn bucket(
                     return;
                 }
                 for p in &plan.fields {
-                    match p.field.read(bytes) {
-                        Some(v) if p.holds(v) => {}
-                        _ => return,
+                    if !p.matches(&p.field, bytes) {
+                        return;
                     }
                 }
                 points += 1;
@@ -214,6 +213,9 @@ fn bucket(
                     }
                     if let Some(v) = c.field.read(bytes) {
                         accs[k].add(c.func, v, ts);
+                    } else if c.func == Func::Count && c.field.read_str(bytes).is_some() {
+                        // count() is the one function of string fields.
+                        accs[k].count += 1;
                     }
                 }
             };
