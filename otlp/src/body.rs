@@ -6,7 +6,7 @@
 
 use std::io::Read;
 
-use flate2::read::GzDecoder;
+use flate2::read::{GzDecoder, ZlibDecoder};
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
@@ -80,9 +80,18 @@ pub fn decode<R: Request>(bytes: &[u8], encoding: Encoding) -> Result<R> {
 /// Decompresses a gzip body, refusing output beyond `limit` bytes (a small
 /// body must not expand into gigabytes).
 pub fn gunzip(bytes: &[u8], limit: usize) -> Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(bytes.len().saturating_mul(4).min(limit));
-    GzDecoder::new(bytes)
-        .take(limit as u64 + 1)
+    bounded(GzDecoder::new(bytes), bytes.len(), limit)
+}
+
+/// Decompresses a `deflate` (zlib) body, refusing output beyond `limit`
+/// bytes.
+pub fn inflate(bytes: &[u8], limit: usize) -> Result<Vec<u8>> {
+    bounded(ZlibDecoder::new(bytes), bytes.len(), limit)
+}
+
+fn bounded(r: impl Read, len: usize, limit: usize) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(len.saturating_mul(4).min(limit));
+    r.take(limit as u64 + 1)
         .read_to_end(&mut out)
         .map_err(Error::Gzip)?;
     if out.len() > limit {
@@ -115,6 +124,11 @@ mod tests {
         assert_eq!(gunzip(&z, 10_000).expect("fits").len(), 10_000);
         assert!(gunzip(&z, 9_999).expect_err("too large").is_too_large());
         assert!(matches!(gunzip(b"not gzip", 100), Err(Error::Gzip(_))));
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        z.write_all(b"hello").expect("zlib");
+        let z = z.finish().expect("zlib");
+        assert_eq!(inflate(&z, 5).expect("fits"), b"hello");
+        assert!(inflate(&z, 4).expect_err("too large").is_too_large());
     }
 
     #[test]

@@ -29,8 +29,8 @@ pub enum Error {
         /// The limit in bytes.
         limit: usize,
     },
-    /// A gzip body that does not decompress.
-    #[error("malformed gzip body: {0}")]
+    /// A gzip or deflate body that does not decompress.
+    #[error("malformed compressed body: {0}")]
     Gzip(std::io::Error),
 }
 
