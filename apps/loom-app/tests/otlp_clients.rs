@@ -82,7 +82,7 @@ fn spec(t: usize, base_ns: u64) -> Value {
     let spans: Vec<Value> = (0..SPANS)
         .map(|i| {
             let r = rng.next();
-            let dur_us = if r % 100 == 0 {
+            let dur_us = if r.is_multiple_of(100) {
                 50_000 + r % 150_000
             } else {
                 100 + r % 5_000

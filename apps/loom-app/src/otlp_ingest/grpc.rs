@@ -154,3 +154,40 @@ impl MetricsService for Services {
         }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::counters::Counters;
+    use crate::receive::Msg;
+    use tonic::Code;
+
+    #[tokio::test]
+    async fn a_full_queue_answers_unavailable() {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        tx.try_send(Msg::ConnectionEnded).expect("fill the queue");
+        let counters = Arc::new(Counters::default());
+        let intake = Intake::new(
+            Arc::new(otlp::Registry::new(10, [])),
+            otlp::Config::default(),
+            tx,
+            counters.clone(),
+            None,
+            1 << 20,
+        );
+        let svc = Services::new(Arc::new(intake));
+        let req = || Request::new(ExportLogsServiceRequest::default());
+        let e = LogsService::export(&svc, req()).await.expect_err("busy");
+        assert_eq!(e.code(), Code::Unavailable);
+        let _ = rx.try_recv();
+        let r = LogsService::export(&svc, req()).await.expect("room again");
+        assert_eq!(r.into_inner().partial_success, None);
+        assert_eq!(Counters::get(&counters.otlp_throttled), 1);
+        counters
+            .ingest_stopped
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let e = LogsService::export(&svc, req()).await.expect_err("stopped");
+        assert_eq!(e.code(), Code::Unavailable);
+        assert!(e.message().contains("shutting down"));
+    }
+}

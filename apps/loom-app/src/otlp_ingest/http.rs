@@ -267,3 +267,64 @@ async fn export(intake: &Intake, signal: Signal, headers: &HeaderMap, body: Body
         o => throttled(&o, encoding),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::counters::Counters;
+    use crate::receive::Msg;
+    use axum::http::Request;
+    use tower::ServiceExt;
+
+    /// An intake whose one-slot queue is already full.
+    fn full_intake() -> (Arc<Intake>, Arc<Counters>, crossbeam_channel::Receiver<Msg>) {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        tx.try_send(Msg::ConnectionEnded).expect("fill the queue");
+        let counters = Arc::new(Counters::default());
+        let intake = Intake::new(
+            Arc::new(otlp::Registry::new(10, [])),
+            otlp::Config::default(),
+            tx,
+            counters.clone(),
+            None,
+            1 << 20,
+        );
+        (Arc::new(intake), counters, rx)
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_answers_503_with_retry_after() {
+        let (intake, counters, rx) = full_intake();
+        let app = router(intake);
+        let req = |ct: &str| {
+            Request::post("/v1/traces")
+                .header(header::CONTENT_TYPE, ct)
+                .body(Body::from(Vec::<u8>::new()))
+                .expect("request")
+        };
+        let r = app
+            .clone()
+            .oneshot(req("application/json"))
+            .await
+            .expect("response");
+        assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            r.headers().get(header::RETRY_AFTER).map(|v| v.as_bytes()),
+            Some(&b"1"[..])
+        );
+        let body = axum::body::to_bytes(r.into_body(), 1 << 16)
+            .await
+            .expect("body");
+        let v: serde_json::Value = serde_json::from_slice(&body).expect("json");
+        assert_eq!(v["code"], UNAVAILABLE);
+        // Once the queue has room, the same request is taken.
+        let _ = rx.try_recv();
+        let r = app
+            .oneshot(req("application/x-protobuf"))
+            .await
+            .expect("response");
+        assert_eq!(r.status(), StatusCode::OK);
+        assert_eq!(Counters::get(&counters.otlp_throttled), 1);
+        assert_eq!(Counters::get(&counters.otlp_requests), 1);
+    }
+}
