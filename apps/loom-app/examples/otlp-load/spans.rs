@@ -93,7 +93,7 @@ pub fn client_requests(
                 let name = k % NAMES.len();
                 let start = t0_ns + k as u64 * step;
                 let d = duration_us(&mut rng);
-                let error = rng.next() % 100 == 0;
+                let error = rng.next().is_multiple_of(100);
                 let span_id = rng.bytes(8);
                 let parent = if name == 0 {
                     trace = rng.bytes(16);
