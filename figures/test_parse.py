@@ -107,6 +107,17 @@ def test_app_records_and_final():
     assert len(warnings) == 1 and "e2e:4" in warnings[0]
 
 
+def test_app_records_with_appended_counts():
+    # loom-app appends counts after the totals; the parsed part is unchanged.
+    app, warnings = lp.parse_app_log([
+        "Records received: 100, dropped: 10, total received 100 dropped 10, not stored 0, raised 0",
+        "Records received: 5, dropped: 0, total received 105 dropped 10, not stored 0, raised 2, "
+        "otlp accepted 5 rejected 1 throttled 0",
+    ])
+    assert app.intervals == [(100, 10), (5, 0)] and not warnings
+    assert app.totals() == (105, 10)
+
+
 def test_app_totals_without_final():
     app, _ = lp.parse_app_log([
         "Records received: 100, dropped: 10, total received 100 dropped 10",

@@ -14,6 +14,7 @@
 //! and exits 1 if any target had a panic or a hang.
 
 mod mutate;
+mod otlp_samples;
 mod rng;
 mod samples;
 mod targets;

@@ -8,6 +8,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::mutate::{self, mutate};
+use crate::otlp_samples;
 use crate::rng::Rng;
 use crate::samples;
 
@@ -22,14 +23,17 @@ pub enum Format {
     Recordings,
     /// `loom::fuzz::open_segment`: a store's first segment file.
     Segments,
+    /// `otlp::fuzz::otlp_decode`: OTLP export request bodies.
+    Otlp,
 }
 
 /// Names as given on the command line, in run order (the cargo-fuzz names).
-pub const ALL: [(&str, Format); 4] = [
+pub const ALL: [(&str, Format); 5] = [
     ("record_decode", Format::Records),
     ("wire_frame", Format::Frames),
     ("recording_file", Format::Recordings),
     ("open_segment", Format::Segments),
+    ("otlp_decode", Format::Otlp),
 ];
 
 /// Finds a target by name.
@@ -56,6 +60,7 @@ impl Target {
             Format::Frames => samples::frames(rng, 64)?,
             Format::Recordings => samples::recordings(rng, 32)?,
             Format::Segments => samples::segments(rng, 12)?,
+            Format::Otlp => otlp_samples::inputs(rng, 64)?,
         };
         let payloads = samples::payloads(rng, 32)
             .into_iter()
@@ -110,6 +115,8 @@ impl Target {
                 let block = loom::fuzz::segment_config().block_size;
                 mutate::reseal_segment(out, block);
             }
+            // No checksums: protobuf and JSON are decoded as they are.
+            Format::Otlp => {}
         }
     }
 
@@ -163,6 +170,7 @@ pub fn run_body(format: Format, scratch: &Path, input: &[u8]) -> io::Result<()> 
         Format::Frames => telemetry::fuzz::wire_frame(input),
         Format::Recordings => telemetry::fuzz::recording_file(input),
         Format::Segments => loom::fuzz::open_segment(scratch, input)?,
+        Format::Otlp => otlp::fuzz::otlp_decode(input),
     }
     Ok(())
 }

@@ -15,7 +15,8 @@
 //!   everything durable; opening a directory recovers every valid chunk,
 //!   skipping (and reporting) corrupt ones, cutting only a torn tail;
 //! - sources may be declared with a [`SourceSchema`] (measurement, tags,
-//!   fields at byte offsets, range index on a field): the schema is stored in
+//!   fields at byte offsets, strings after the fixed part, range index on a
+//!   field): the schema is stored in
 //!   the store's catalog and range summaries beside the segments, so another
 //!   process opens the store (also read-only, while a writer holds it) and
 //!   answers every question without declaring anything;
@@ -45,6 +46,7 @@ mod index;
 mod log;
 mod query;
 mod reader;
+mod record_builder;
 mod schema;
 mod snapshot;
 mod source;
@@ -56,6 +58,7 @@ pub use error::{Error, Result};
 pub use query::percentile_rank as nearest_rank;
 pub use query::{Aggregate, CountResult, IndexMode, ScanStats};
 pub use reader::Reader;
+pub use record_builder::{fixed_len, RecordBuilder};
 pub use schema::{FieldDef, FieldType, IndexDef, SourceSchema, Value};
 pub use snapshot::Snapshot;
 pub use source::{Extractor, RangeIndexSpec, RecordAddress, SourceHandle, SourceId};

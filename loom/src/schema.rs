@@ -5,6 +5,13 @@
 //! range index bins. It is stored in the store's catalog the first time the
 //! source is declared, so any process that opens the store can answer
 //! questions about every source without declaring anything.
+//!
+//! Numeric fields sit at fixed offsets. A [`FieldType::String`] field holds
+//! variable-length UTF-8 text: its fixed 8-byte slot is a descriptor
+//! (`u32` start, `u32` length, little endian, both in bytes from the start
+//! of the record) pointing into the record's tail, after the fixed part
+//! (see [`crate::RecordBuilder`]). Catalogs written before string fields
+//! existed hold no `"string"` type and load unchanged.
 
 use serde::{Deserialize, Serialize};
 
@@ -26,17 +33,24 @@ pub enum FieldType {
     I64,
     /// IEEE 754 double.
     F64,
+    /// UTF-8 text in the record's tail; the fixed slot is its descriptor.
+    String,
 }
 
 impl FieldType {
-    /// Width in bytes.
+    /// Width in bytes of the field's fixed slot (a string's descriptor).
     pub fn width(self) -> usize {
         match self {
             FieldType::U8 => 1,
             FieldType::U16 => 2,
             FieldType::U32 => 4,
-            FieldType::U64 | FieldType::I64 | FieldType::F64 => 8,
+            FieldType::U64 | FieldType::I64 | FieldType::F64 | FieldType::String => 8,
         }
+    }
+
+    /// Whether values are numbers (every type but [`FieldType::String`]).
+    pub fn is_numeric(self) -> bool {
+        self != FieldType::String
     }
 
     /// Whether values are unsigned integers (the types a range index accepts).
@@ -83,15 +97,30 @@ pub struct FieldDef {
 }
 
 impl FieldDef {
-    /// The field's value in `bytes`; `None` when the record is too short.
+    /// The numeric field's value in `bytes`; `None` when the record is too
+    /// short or the field is a string (see [`FieldDef::read_str`]).
     #[inline]
     pub fn read(&self, bytes: &[u8]) -> Option<Value> {
         let raw = read_raw(bytes, self.offset as usize, self.ty.width())?;
         Some(match self.ty {
             FieldType::I64 => Value::Signed(raw as i64),
             FieldType::F64 => Value::Float(f64::from_bits(raw)),
+            FieldType::String => return None,
             _ => Value::Unsigned(raw),
         })
+    }
+
+    /// The string field's text in `bytes`; `None` when the field is not a
+    /// string, or its descriptor points outside the record or at bytes that
+    /// are not UTF-8.
+    #[inline]
+    pub fn read_str<'a>(&self, bytes: &'a [u8]) -> Option<&'a str> {
+        if self.ty != FieldType::String {
+            return None;
+        }
+        let d = read_raw(bytes, self.offset as usize, 8)?;
+        let (start, len) = ((d & 0xffff_ffff) as usize, (d >> 32) as usize);
+        std::str::from_utf8(bytes.get(start..start.checked_add(len)?)?).ok()
     }
 }
 

@@ -118,6 +118,35 @@ pub struct Cli {
     /// Queries the HTTP API runs at once.
     #[arg(long, default_value_t = 1)]
     pub http_query_threads: usize,
+    /// Address of the OTLP/gRPC receiver (traces, logs, metrics), or `off`.
+    /// Default 127.0.0.1:4317; when the default port is taken the receiver
+    /// is skipped with a warning. A non-loopback address needs
+    /// --auth-token-file (requests then carry `authorization: Bearer …`).
+    #[arg(long)]
+    pub otlp_grpc: Option<String>,
+    /// Address of the OTLP/HTTP receiver (`/v1/traces`, `/v1/logs`,
+    /// `/v1/metrics`; protobuf or JSON), or `off`. Default 127.0.0.1:4318;
+    /// otherwise as --otlp-grpc.
+    #[arg(long)]
+    pub otlp_http: Option<String>,
+    /// Most OTLP series (distinct measurement + tag sets) the store takes;
+    /// points of further series are refused in OTLP's partial-success
+    /// response and counted as rejected.
+    #[arg(long, default_value_t = 1000)]
+    pub otlp_max_series: usize,
+    /// Largest OTLP request body, bytes (also after decompression).
+    #[arg(long, default_value_t = 8 << 20)]
+    pub otlp_max_body_bytes: usize,
+    /// Hold OTLP items this many ms of their own time and store each series
+    /// in time order (spans are exported when they end, so their start
+    /// times arrive out of order by up to the longest span plus the export
+    /// interval). Later items are stored at their series' newest time and
+    /// counted as `raised`. 0 turns the stage off.
+    #[arg(long, default_value_t = 5000)]
+    pub otlp_reorder_window_ms: u64,
+    /// Threads serving OTLP requests (decoding and converting them).
+    #[arg(long, default_value_t = 2)]
+    pub otlp_threads: usize,
 }
 
 impl Cli {
@@ -149,6 +178,15 @@ impl Cli {
             self.http_query_threads > 0,
             "--http-query-threads must be positive"
         );
+        anyhow::ensure!(
+            self.otlp_max_series > 0,
+            "--otlp-max-series must be positive"
+        );
+        anyhow::ensure!(
+            self.otlp_max_body_bytes > 0,
+            "--otlp-max-body-bytes must be positive"
+        );
+        anyhow::ensure!(self.otlp_threads > 0, "--otlp-threads must be positive");
         Ok(())
     }
 }

@@ -35,6 +35,20 @@ pub struct Counters {
     pub first_us: AtomicU64,
     /// Current time of the data, µs (arrival or newest event time).
     pub now_us: AtomicU64,
+    /// OTLP export requests whose items were queued for ingest.
+    pub otlp_requests: AtomicU64,
+    /// OTLP items (spans, log records, data points) queued for ingest;
+    /// also counted in `records_received`.
+    pub otlp_accepted: AtomicU64,
+    /// OTLP items refused and reported in a partial-success response
+    /// (series limit, reserved measurement, invalid item, too large).
+    pub otlp_rejected: AtomicU64,
+    /// OTLP requests answered "retry later" (gRPC UNAVAILABLE, HTTP 503)
+    /// because the ingest queue was full or ingest had stopped.
+    pub otlp_throttled: AtomicU64,
+    /// OTLP requests refused as bad (malformed, too large, unsupported
+    /// content type, missing token).
+    pub otlp_bad_requests: AtomicU64,
     /// Set when ingest has stopped for good (ablation cut-off, shutdown):
     /// receivers then count arriving records as skipped, not dropped.
     pub ingest_stopped: AtomicBool,

@@ -12,6 +12,19 @@ use crate::cli::Cli;
 /// Where the API listens unless `--http` says otherwise.
 pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:8186";
 
+/// The token of `--auth-token-file`, if given (the InfluxDB API and the
+/// OTLP receivers share it).
+pub fn auth_token(cli: &Cli) -> anyhow::Result<Option<String>> {
+    let Some(p) = &cli.auth_token_file else {
+        return Ok(None);
+    };
+    let t =
+        std::fs::read_to_string(p).with_context(|| format!("--auth-token-file {}", p.display()))?;
+    let t = t.trim().to_string();
+    anyhow::ensure!(!t.is_empty(), "--auth-token-file {} is empty", p.display());
+    Ok(Some(t))
+}
+
 /// Starts the API as the flags ask; `None` when it is off or the default
 /// port is taken (with a warning).
 pub fn start(cli: &Cli, reader: Reader) -> anyhow::Result<Option<ServerHandle>> {
@@ -23,16 +36,7 @@ pub fn start(cli: &Cli, reader: Reader) -> anyhow::Result<Option<ServerHandle>> 
     let parsed: SocketAddr = addr
         .parse()
         .map_err(|e| anyhow::anyhow!("--http {addr:?}: expected IP:PORT or off ({e})"))?;
-    let auth_token = match &cli.auth_token_file {
-        Some(p) => {
-            let t = std::fs::read_to_string(p)
-                .with_context(|| format!("--auth-token-file {}", p.display()))?;
-            let t = t.trim().to_string();
-            anyhow::ensure!(!t.is_empty(), "--auth-token-file {} is empty", p.display());
-            Some(t)
-        }
-        None => None,
-    };
+    let auth_token = auth_token(cli)?;
     anyhow::ensure!(
         parsed.ip().is_loopback() || auth_token.is_some(),
         "--http {addr}: a non-loopback address needs --auth-token-file"

@@ -12,6 +12,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError};
 use loom::{SourceHandle, SourceId, Writer};
 
 use crate::counters::Counters;
+use crate::otlp_ingest::OtlpStage;
 use crate::receive::Msg;
 use crate::reorder::Reorder;
 use crate::sources::schema_of;
@@ -109,12 +110,12 @@ impl StorageHealth {
 
 /// What happened to the records of one batch.
 #[derive(Default)]
-struct Tally {
-    ingested: u64,
-    clamped: u64,
-    refused: u64,
-    skipped: u64,
-    newest: Option<u64>,
+pub(crate) struct Tally {
+    pub(crate) ingested: u64,
+    pub(crate) clamped: u64,
+    pub(crate) refused: u64,
+    pub(crate) skipped: u64,
+    pub(crate) newest: Option<u64>,
 }
 
 struct Ingest {
@@ -129,6 +130,7 @@ struct Ingest {
     health: StorageHealth,
     reorder: Option<Reorder>,
     ready: Vec<(u64, telemetry::Record)>,
+    otlp: OtlpStage,
 }
 
 impl Ingest {
@@ -204,13 +206,20 @@ impl Ingest {
         self.account(t);
     }
 
-    /// Releases everything the reorder stage holds (end of ingest).
+    /// Releases everything the reorder stages hold (end of ingest).
     fn flush_reorder(&mut self) {
         if let Some(stage) = self.reorder.as_mut() {
             let mut ready = Vec::new();
             stage.flush(&mut ready);
             self.store_all(&ready);
         }
+        let t = self.otlp.flush(&mut self.writer);
+        self.account(t);
+    }
+
+    /// Records held by the reorder stages.
+    fn held(&self) -> usize {
+        self.reorder.as_ref().map_or(0, |r| r.held()) + self.otlp.held()
     }
 
     /// Pushes one record at `ts` (raised to its source's newest time when
@@ -284,13 +293,14 @@ impl Ingest {
 }
 
 /// Runs until shutdown, the connection limit or the cut-off; persists before
-/// it returns the writer.
+/// it returns the writer. OTLP records go through `otlp`, their own stage.
 pub fn run(
     writer: Writer,
     rx: Receiver<Msg>,
     counters: Arc<Counters>,
     shutdown: Arc<AtomicBool>,
     cfg: IngestConfig,
+    otlp: OtlpStage,
 ) -> (Writer, IngestEnd) {
     let cfg_reorder_us = match cfg.timestamps {
         TimestampMode::Event => cfg.reorder_window_us,
@@ -308,6 +318,7 @@ pub fn run(
         health: StorageHealth::default(),
         reorder: (cfg_reorder_us > 0).then(|| Reorder::new(cfg_reorder_us)),
         ready: Vec::new(),
+        otlp,
     };
     let mut ended = 0u64;
     let mut last_batch = Instant::now();
@@ -329,6 +340,12 @@ pub fn run(
                     }
                 }
             }
+            Ok(Msg::Otlp(records)) => {
+                last_batch = Instant::now();
+                let t = ing.otlp.take(&mut ing.writer, records);
+                ing.account(t);
+                dirty = true;
+            }
             Ok(Msg::ConnectionEnded) => {
                 ended += 1;
                 if ing.cfg.stop_after_connections.is_some_and(|n| ended >= n) {
@@ -339,9 +356,7 @@ pub fn run(
                 // Nothing newer will push held records past the window while
                 // the senders are quiet: release them so they become visible
                 // (and durable) instead of waiting for the next batch.
-                if ing.reorder.as_ref().is_some_and(|r| r.held() > 0)
-                    && last_batch.elapsed() >= REORDER_IDLE_RELEASE
-                {
+                if ing.held() > 0 && last_batch.elapsed() >= REORDER_IDLE_RELEASE {
                     ing.flush_reorder();
                     dirty = true;
                 }
@@ -363,10 +378,12 @@ pub fn run(
     counters.ingest_stopped.store(true, Ordering::SeqCst);
     // Batches still queued will not be ingested: count them as skipped.
     for msg in rx.try_iter() {
-        if let Msg::Batch { batch, .. } = msg {
-            let n = batch.records.len() as u64;
-            counters.records_skipped.fetch_add(n, Ordering::Relaxed);
-        }
+        let n = match msg {
+            Msg::Batch { batch, .. } => batch.records.len() as u64,
+            Msg::Otlp(records) => records.len() as u64,
+            Msg::ConnectionEnded => 0,
+        };
+        counters.records_skipped.fetch_add(n, Ordering::Relaxed);
     }
     ing.persist();
     if ing.errors > 0 {

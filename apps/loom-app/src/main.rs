@@ -18,12 +18,16 @@
 //! - at exit: `Final: ...` summary.
 //!
 //! The InfluxDB 1.x query API (`--http`, default 127.0.0.1:8186) answers
-//! InfluxQL from reader threads while ingest goes on.
+//! InfluxQL from reader threads while ingest goes on. OTLP receivers
+//! (`--otlp-grpc`, default 127.0.0.1:4317; `--otlp-http`, default
+//! 127.0.0.1:4318) take OpenTelemetry spans, logs and metrics into the same
+//! store (see `otlp_ingest`); the progress line ends with their counts.
 
 mod cli;
 mod counters;
 mod http;
 mod ingest;
+mod otlp_ingest;
 mod queries;
 mod receive;
 mod reorder;
@@ -94,6 +98,29 @@ fn main() -> anyhow::Result<()> {
             .context("installing the Ctrl-C handler")?;
     }
     let (tx, rx) = crossbeam_channel::bounded(cli.queue_capacity);
+    let snap = reader.snapshot();
+    let registry = Arc::new(otlp::Registry::new(
+        cli.otlp_max_series,
+        snap.schemas().into_iter().map(|(id, s)| (id.0, s)),
+    ));
+    drop(snap);
+    let otlp_stage = otlp_ingest::OtlpStage::new(
+        registry.clone(),
+        cli.otlp_reorder_window_ms.saturating_mul(1000),
+    );
+    let token = http::auth_token(&cli)?;
+    let intake = Arc::new(otlp_ingest::Intake::new(
+        registry,
+        otlp::Config {
+            max_record_bytes: writer.max_record_size(),
+            ..otlp::Config::default()
+        },
+        tx.clone(),
+        counters.clone(),
+        token.clone(),
+        cli.otlp_max_body_bytes,
+    ));
+    let otlp_servers = otlp_ingest::start(&cli, intake, token.as_deref())?;
     {
         let (counters, max_payload) = (counters.clone(), cli.max_payload_bytes);
         spawn("listener", move || {
@@ -138,7 +165,7 @@ fn main() -> anyhow::Result<()> {
         };
         std::thread::Builder::new()
             .name("ingest".into())
-            .spawn(move || ingest::run(writer, rx, counters, shutdown, cfg))
+            .spawn(move || ingest::run(writer, rx, counters, shutdown, cfg, otlp_stage))
             .context("starting the ingest thread")?
     };
     {
@@ -212,6 +239,14 @@ fn main() -> anyhow::Result<()> {
         now.saturating_sub(first) as f64 / 1e6,
         start.elapsed().as_secs_f64()
     );
+    println!(
+        "Final OTLP: requests {}, items accepted {}, rejected {} (partial success), requests throttled {} (retry later), bad requests {}",
+        Counters::get(&c.otlp_requests),
+        Counters::get(&c.otlp_accepted),
+        Counters::get(&c.otlp_rejected),
+        Counters::get(&c.otlp_throttled),
+        Counters::get(&c.otlp_bad_requests),
+    );
     if cli.machine_output {
         println!(
             "STATS received={received} dropped={dropped} ingested={} not_stored={} bad_connections={}",
@@ -220,6 +255,7 @@ fn main() -> anyhow::Result<()> {
             Counters::get(&c.bad_connections)
         );
     }
+    drop(otlp_servers);
     drop(http_server);
     let stats = writer.stats();
     writer.close().context("closing the store")?;

@@ -27,6 +27,9 @@ pub enum Msg {
     },
     /// A connection ended (after all its accepted batches were queued).
     ConnectionEnded,
+    /// Records of one OTLP export request, shaped for the engine (series
+    /// id, the item's own time, bytes); see `crate::otlp_ingest`.
+    Otlp(Vec<otlp::Shaped>),
 }
 
 /// Accepts connections forever, one receiving thread each.

@@ -10,21 +10,48 @@
 //! released once the newest event time seen by any source is more than the
 //! window past it. A record that arrives after its time was released is
 //! late: the caller stores it at the source's newest time and counts it.
+//!
+//! Generic over the record type: the TCP stream's telemetry records and
+//! OTLP's shaped records (whose times are always their own) each have a
+//! stage.
 
 use std::collections::{HashMap, VecDeque};
 
 use telemetry::Record;
 
-/// A record and the time it will be stored at.
-pub type Timed = (u64, Record);
-
-#[derive(Default)]
-struct SourceRuns {
-    runs: Vec<VecDeque<Timed>>,
+/// A record the stage can hold: it names its source.
+pub trait Keyed {
+    /// The record's source id.
+    fn source_id(&self) -> u64;
 }
 
-impl SourceRuns {
-    fn add(&mut self, ts: u64, r: Record) {
+impl Keyed for Record {
+    fn source_id(&self) -> u64 {
+        Record::source_id(self)
+    }
+}
+
+impl Keyed for otlp::Shaped {
+    fn source_id(&self) -> u64 {
+        self.source
+    }
+}
+
+/// A record and the time it will be stored at.
+pub type Timed<T = Record> = (u64, T);
+
+struct SourceRuns<T> {
+    runs: Vec<VecDeque<Timed<T>>>,
+}
+
+impl<T> Default for SourceRuns<T> {
+    fn default() -> Self {
+        SourceRuns { runs: Vec::new() }
+    }
+}
+
+impl<T> SourceRuns<T> {
+    fn add(&mut self, ts: u64, r: T) {
         match self.runs.last_mut() {
             Some(run) if run.back().is_none_or(|b| b.0 <= ts) => run.push_back((ts, r)),
             _ => self.runs.push(VecDeque::from([(ts, r)])),
@@ -32,7 +59,7 @@ impl SourceRuns {
     }
 
     /// Appends to `out`, in time order, every record with time ≤ `upto`.
-    fn release(&mut self, upto: u64, out: &mut Vec<Timed>) {
+    fn release(&mut self, upto: u64, out: &mut Vec<Timed<T>>) {
         if self.runs.len() == 1 {
             let run = &mut self.runs[0];
             while run.front().is_some_and(|f| f.0 <= upto) {
@@ -63,14 +90,14 @@ impl SourceRuns {
 }
 
 /// Per-source reorder buffers with one window.
-pub struct Reorder {
+pub struct Reorder<T = Record> {
     window_us: u64,
     newest: u64,
-    sources: HashMap<u64, SourceRuns>,
+    sources: HashMap<u64, SourceRuns<T>>,
     held: usize,
 }
 
-impl Reorder {
+impl<T: Keyed> Reorder<T> {
     /// A stage that holds records for `window_us` of event time.
     pub fn new(window_us: u64) -> Self {
         Reorder {
@@ -82,7 +109,7 @@ impl Reorder {
     }
 
     /// Takes one record to be stored at `ts`.
-    pub fn add(&mut self, ts: u64, r: Record) {
+    pub fn add(&mut self, ts: u64, r: T) {
         self.newest = self.newest.max(ts);
         self.sources.entry(r.source_id()).or_default().add(ts, r);
         self.held += 1;
@@ -90,17 +117,17 @@ impl Reorder {
 
     /// Appends to `out` every record that is more than the window older than
     /// the newest time seen, each source's in time order.
-    pub fn release(&mut self, out: &mut Vec<Timed>) {
+    pub fn release(&mut self, out: &mut Vec<Timed<T>>) {
         let upto = self.newest.saturating_sub(self.window_us);
         self.release_upto(upto, out);
     }
 
     /// Appends every held record to `out` (end of ingest).
-    pub fn flush(&mut self, out: &mut Vec<Timed>) {
+    pub fn flush(&mut self, out: &mut Vec<Timed<T>>) {
         self.release_upto(u64::MAX, out);
     }
 
-    fn release_upto(&mut self, upto: u64, out: &mut Vec<Timed>) {
+    fn release_upto(&mut self, upto: u64, out: &mut Vec<Timed<T>>) {
         let before = out.len();
         for s in self.sources.values_mut() {
             s.release(upto, out);

@@ -8,26 +8,35 @@ use crate::counters::Counters;
 use crate::schedule::sleep_unless;
 
 /// Prints `Records received: r, dropped: d, total received R dropped D,
-/// not stored n, raised m` every `interval` until `finished` (the first
-/// part is what `figures/` parses; `not stored` counts records the engine
-/// refused, `raised` records whose time was raised to keep order).
+/// not stored n, raised m, otlp accepted a rejected j throttled t` every
+/// `interval` until `finished` (the first part is what `figures/` parses;
+/// `not stored` counts records the engine refused, `raised` records whose
+/// time was raised to keep order; the OTLP counts are items accepted and
+/// refused in partial-success responses, and requests told to retry
+/// later; `received` includes the accepted OTLP items).
 pub fn run(counters: Arc<Counters>, finished: Arc<AtomicBool>, interval: Duration) {
-    let mut last = [0u64; 4];
+    let mut last = [0u64; 7];
     while sleep_unless(&finished, interval) {
         let now = [
             Counters::get(&counters.records_received),
             Counters::get(&counters.records_dropped),
             Counters::get(&counters.records_refused),
             Counters::get(&counters.records_clamped),
+            Counters::get(&counters.otlp_accepted),
+            Counters::get(&counters.otlp_rejected),
+            Counters::get(&counters.otlp_throttled),
         ];
         println!(
-            "Records received: {}, dropped: {}, total received {} dropped {}, not stored {}, raised {}",
+            "Records received: {}, dropped: {}, total received {} dropped {}, not stored {}, raised {}, otlp accepted {} rejected {} throttled {}",
             now[0] - last[0],
             now[1] - last[1],
             now[0],
             now[1],
             now[2] - last[2],
-            now[3] - last[3]
+            now[3] - last[3],
+            now[4] - last[4],
+            now[5] - last[5],
+            now[6] - last[6]
         );
         last = now;
     }

@@ -12,7 +12,7 @@ use crate::exec::page::{add_series, page};
 use crate::exec::rank::influx_rank;
 use crate::exec::value::{value_cmp, Sum};
 use crate::parse::CompareOp;
-use crate::plan::{index_range, AggregatePlan, Call, Func, Group, Number};
+use crate::plan::{index_range, AggregatePlan, Call, Func, Group, Operand};
 use crate::result::{Cell, SeriesResult, StatementResult};
 
 /// One function's value and, for selectors, the selected point's time (µs).
@@ -194,7 +194,7 @@ fn counted_range(plan: &AggregatePlan, group: &Group) -> Option<(u64, u64)> {
     let exact = plan
         .fields
         .iter()
-        .all(|p| matches!(p.value, Number::Int(_)) && p.op != CompareOp::Ne);
+        .all(|p| matches!(p.value, Operand::Int(_)) && p.op != CompareOp::Ne);
     let on_index = group.series.iter().all(|s| {
         let f = s.index_field();
         plan.fields.iter().all(|p| f == Some(p.field.name.as_str()))
@@ -258,9 +258,8 @@ fn bucket(
                     return;
                 }
                 for p in &plan.fields {
-                    match p.field.read(bytes) {
-                        Some(v) if p.holds(v) => {}
-                        _ => return,
+                    if !p.matches(&p.field, bytes) {
+                        return;
                     }
                 }
                 points += 1;
@@ -270,6 +269,9 @@ fn bucket(
                     }
                     if let Some(v) = c.field.read(bytes) {
                         accs[k].add(c.func, v, ts);
+                    } else if c.func == Func::Count && c.field.read_str(bytes).is_some() {
+                        // count() is the one function of string fields.
+                        accs[k].count += 1;
                     }
                 }
             };

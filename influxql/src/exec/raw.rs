@@ -19,11 +19,13 @@ fn cells(plan: &RawPlan, s: &Series, bytes: &[u8]) -> Vec<Cell> {
     plan.columns
         .iter()
         .map(|(_, c)| match c {
-            Column::Field(f) => s
-                .schema
-                .field(&f.name)
-                .and_then(|d| d.read(bytes))
-                .map_or(Cell::Null, Cell::from),
+            Column::Field(f) => match s.schema.field(&f.name) {
+                Some(d) if !d.ty.is_numeric() => d
+                    .read_str(bytes)
+                    .map_or(Cell::Null, |v| Cell::Str(v.to_string())),
+                Some(d) => d.read(bytes).map_or(Cell::Null, Cell::from),
+                None => Cell::Null,
+            },
             Column::Tag(k) => s
                 .schema
                 .tag(k)
@@ -49,11 +51,8 @@ fn scan_series(
             return;
         }
         for p in &plan.fields {
-            let Some(d) = s.schema.field(&p.field.name) else {
-                return;
-            };
-            match d.read(bytes) {
-                Some(v) if p.holds(v) => {}
+            match s.schema.field(&p.field.name) {
+                Some(d) if p.matches(d, bytes) => {}
                 _ => return,
             }
         }

@@ -87,6 +87,7 @@ pub fn execute(catalog: &Catalog, plan: &ShowPlan) -> StatementResult {
                     .map(|d| {
                         let ty = match d.ty {
                             loom::FieldType::F64 => "float",
+                            loom::FieldType::String => "string",
                             _ => "integer",
                         };
                         vec![Cell::Str(d.name), Cell::Str(ty.into())]

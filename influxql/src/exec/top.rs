@@ -78,8 +78,8 @@ fn group_points(
                     return;
                 }
                 for p in &plan.fields {
-                    match s.schema.field(&p.field.name).and_then(|d| d.read(bytes)) {
-                        Some(v) if p.holds(v) => {}
+                    match s.schema.field(&p.field.name) {
+                        Some(d) if p.matches(d, bytes) => {}
                         _ => return,
                     }
                 }

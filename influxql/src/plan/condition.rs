@@ -41,16 +41,18 @@ fn ceil_div(a: i128, b: i128) -> i128 {
     -((-a).div_euclid(b))
 }
 
-/// A number to compare field values with.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Number {
+/// A constant to compare field values with.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Operand {
     /// An integer literal.
     Int(i128),
     /// A float literal.
     Float(f64),
+    /// A string literal (string fields, `=` and `!=` only).
+    Str(String),
 }
 
-/// `field op number`.
+/// `field op constant`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FieldPredicate {
     /// The field.
@@ -58,28 +60,44 @@ pub struct FieldPredicate {
     /// The comparison (field on the left).
     pub op: CompareOp,
     /// The constant.
-    pub value: Number,
+    pub value: Operand,
+}
+
+fn order_holds(op: CompareOp, ord: std::cmp::Ordering) -> bool {
+    use std::cmp::Ordering::*;
+    match op {
+        CompareOp::Eq => ord == Equal,
+        CompareOp::Ne => ord != Equal,
+        CompareOp::Lt => ord == Less,
+        CompareOp::Le => ord != Greater,
+        CompareOp::Gt => ord == Greater,
+        CompareOp::Ge => ord != Less,
+    }
 }
 
 impl FieldPredicate {
-    /// Whether a record's value satisfies the predicate (integers compared
-    /// exactly, floats as doubles).
+    /// Whether a record's numeric value satisfies the predicate (integers
+    /// compared exactly, floats as doubles); never for a string constant.
     pub fn holds(&self, v: Value) -> bool {
-        let ord = match (v, self.value) {
-            (Value::Unsigned(a), Number::Int(b)) => i128::from(a).partial_cmp(&b),
-            (Value::Signed(a), Number::Int(b)) => i128::from(a).partial_cmp(&b),
-            (v, Number::Int(b)) => v.as_f64().partial_cmp(&(b as f64)),
-            (v, Number::Float(b)) => v.as_f64().partial_cmp(&b),
+        let ord = match (v, &self.value) {
+            (Value::Unsigned(a), Operand::Int(b)) => i128::from(a).partial_cmp(b),
+            (Value::Signed(a), Operand::Int(b)) => i128::from(a).partial_cmp(b),
+            (v, Operand::Int(b)) => v.as_f64().partial_cmp(&(*b as f64)),
+            (v, Operand::Float(b)) => v.as_f64().partial_cmp(b),
+            (_, Operand::Str(_)) => None,
         };
-        let Some(ord) = ord else { return false };
-        use std::cmp::Ordering::*;
-        match self.op {
-            CompareOp::Eq => ord == Equal,
-            CompareOp::Ne => ord != Equal,
-            CompareOp::Lt => ord == Less,
-            CompareOp::Le => ord != Greater,
-            CompareOp::Gt => ord == Greater,
-            CompareOp::Ge => ord != Less,
+        ord.is_some_and(|o| order_holds(self.op, o))
+    }
+
+    /// Whether the record `bytes` satisfies the predicate, its field read
+    /// with `def` (the record's own series' definition of the field). A
+    /// record without a value for the field never does.
+    pub fn matches(&self, def: &FieldDef, bytes: &[u8]) -> bool {
+        match &self.value {
+            Operand::Str(want) => def
+                .read_str(bytes)
+                .is_some_and(|s| order_holds(self.op, s.cmp(want.as_str()))),
+            _ => def.read(bytes).is_some_and(|v| self.holds(v)),
         }
     }
 
@@ -89,9 +107,10 @@ impl FieldPredicate {
         use CompareOp::*;
         const EMPTY: (u64, u64) = (1, 0);
         let max = i128::from(u64::MAX);
-        let (lo, hi) = match self.value {
-            Number::Float(f) if f.is_nan() => return EMPTY,
-            Number::Float(f) => {
+        let (lo, hi) = match &self.value {
+            Operand::Str(_) => (0, max),
+            &Operand::Float(f) if f.is_nan() => return EMPTY,
+            &Operand::Float(f) => {
                 let c = f.floor() as i128;
                 match self.op {
                     Ne => (0, max),
@@ -100,7 +119,7 @@ impl FieldPredicate {
                     Eq => (c, c + 1),
                 }
             }
-            Number::Int(c) => match self.op {
+            &Operand::Int(c) => match self.op {
                 Ne => (0, max),
                 Gt => (c + 1, max),
                 Ge => (c, max),
@@ -281,12 +300,25 @@ impl Filters {
                     value: v.clone(),
                 });
             } else if let Some(field) = catalog.field(measurement, name) {
-                let value = match rhs {
-                    Expr::Literal(Literal::Integer(v)) => Number::Int(*v),
-                    Expr::Literal(Literal::Float(v)) => Number::Float(*v),
-                    _ => {
+                let value = match (rhs, field.ty.is_numeric()) {
+                    (Expr::Literal(Literal::Integer(v)), true) => Operand::Int(*v),
+                    (Expr::Literal(Literal::Float(v)), true) => Operand::Float(*v),
+                    (Expr::Literal(Literal::String(v)), false) => {
+                        if !matches!(op, CompareOp::Eq | CompareOp::Ne) {
+                            return Err(Error::Unsupported(format!(
+                                "ordering comparisons on string field {name} ({c})"
+                            )));
+                        }
+                        Operand::Str(v.clone())
+                    }
+                    (_, true) => {
                         return Err(Error::Unsupported(format!(
                             "comparing field {name} with something other than a number ({c})"
+                        )))
+                    }
+                    (_, false) => {
+                        return Err(Error::Plan(format!(
+                            "{name} is a string field: compare it with a string ({c})"
                         )))
                     }
                 };

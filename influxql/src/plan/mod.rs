@@ -11,7 +11,7 @@ pub mod show;
 use loom::FieldDef;
 
 pub use catalog::{Catalog, Series};
-pub use condition::{index_range, FieldPredicate, Filters, Number, TagPredicate, TimeBounds};
+pub use condition::{index_range, FieldPredicate, Filters, Operand, TagPredicate, TimeBounds};
 
 use crate::error::Result;
 use crate::parse::Statement;

@@ -68,6 +68,12 @@ fn plan_call(
             )))
         }
     };
+    if !field.ty.is_numeric() && func != Func::Count {
+        return Err(Error::Plan(format!(
+            "{name}() needs a numeric field; {} is a string field (count() is the one function of strings)",
+            field.name
+        )));
+    }
     let func = match func {
         Func::Percentile(_) => match &args[1] {
             CallArg::Expr(Expr::Literal(Literal::Integer(n))) => Func::Percentile(*n as f64),

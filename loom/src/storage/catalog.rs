@@ -135,4 +135,47 @@ mod tests {
         assert!(e.contains("checksum"), "{e}");
         Ok(())
     }
+
+    #[test]
+    fn catalogs_from_before_string_fields_load_and_strings_round_trip(
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        // A catalog as the engine wrote it before the string type existed.
+        let body = r#"[
+  {
+    "id": 12,
+    "schema": {
+      "measurement": "kv",
+      "tags": [["op", "read"]],
+      "fields": [
+        {"name": "thread_id", "offset": 0, "type": "u32"},
+        {"name": "duration_us", "offset": 16, "type": "u64"}
+      ],
+      "index": {"field": "duration_us", "min": 0, "interval": 10, "n_bins": 10000}
+    }
+  }
+]"#;
+        let text = format!(
+            "{VERSION_LINE} {:08x} {}\n{body}",
+            crc32c::crc32c(body.as_bytes()),
+            body.len()
+        );
+        fs::write(dir.path().join(FILE), text)?;
+        let old = load(dir.path())?;
+        assert_eq!(old.len(), 1);
+        assert_eq!(old[0].1.fields[1].ty, FieldType::U64);
+        assert_eq!(old[0].1.index.as_ref().map(|i| i.n_bins), Some(10_000));
+        let mut with_string = old[0].1.clone();
+        with_string.measurement = "span".into();
+        with_string.fields.push(FieldDef {
+            name: "trace_id".into(),
+            offset: 24,
+            ty: FieldType::String,
+        });
+        let both = vec![old[0].clone(), (SourceId(13), with_string)];
+        store(dir.path(), &both)?;
+        assert!(fs::read_to_string(dir.path().join(FILE))?.contains("\"string\""));
+        assert_eq!(load(dir.path())?, both);
+        Ok(())
+    }
 }

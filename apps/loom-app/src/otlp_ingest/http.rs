@@ -1,0 +1,330 @@
+//! OTLP/HTTP: `POST /v1/traces`, `/v1/logs`, `/v1/metrics` with protobuf
+//! (`application/x-protobuf`) or JSON (`application/json`) bodies, plain,
+//! gzip or deflate; answers in the request's encoding.
+//!
+//! Status codes as the OTLP specification assigns them: 200 (with partial
+//! success when items were refused), 400 for a body that does not decode,
+//! 413 over `--otlp-max-body-bytes` (also after decompression), 415 for
+//! other content types or encodings, 401 without the token, and 503 with
+//! `Retry-After` when the ingest queue is full or ingest has stopped.
+//! Error bodies are `google.rpc.Status` messages.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
+use otlp::{Encoding, Signal};
+use prost::Message;
+
+use super::intake::{Intake, Outcome, RETRY_AFTER_S};
+
+/// `google.rpc.Status` (code and message; no details), the body of error
+/// responses.
+#[derive(Clone, PartialEq, prost::Message)]
+struct RpcStatus {
+    #[prost(int32, tag = "1")]
+    code: i32,
+    #[prost(string, tag = "2")]
+    message: String,
+}
+
+/// gRPC status codes used in error bodies.
+const INVALID_ARGUMENT: i32 = 3;
+const RESOURCE_EXHAUSTED: i32 = 8;
+const UNAVAILABLE: i32 = 14;
+const UNAUTHENTICATED: i32 = 16;
+
+/// The OTLP/HTTP routes over one intake.
+pub fn router(intake: Arc<Intake>) -> Router {
+    Router::new()
+        .route("/v1/traces", post(traces))
+        .route("/v1/logs", post(logs))
+        .route("/v1/metrics", post(metrics))
+        .with_state(intake)
+}
+
+async fn traces(State(i): State<Arc<Intake>>, h: HeaderMap, body: Body) -> Response {
+    export(&i, Signal::Traces, &h, body).await
+}
+
+async fn logs(State(i): State<Arc<Intake>>, h: HeaderMap, body: Body) -> Response {
+    export(&i, Signal::Logs, &h, body).await
+}
+
+async fn metrics(State(i): State<Arc<Intake>>, h: HeaderMap, body: Body) -> Response {
+    export(&i, Signal::Metrics, &h, body).await
+}
+
+fn error(status: StatusCode, code: i32, encoding: Encoding, message: String) -> Response {
+    let body = match encoding {
+        Encoding::Protobuf => RpcStatus { code, message }.encode_to_vec(),
+        Encoding::Json => serde_json::json!({ "code": code, "message": message })
+            .to_string()
+            .into_bytes(),
+    };
+    (
+        status,
+        [(header::CONTENT_TYPE, encoding.content_type())],
+        body,
+    )
+        .into_response()
+}
+
+/// A refused request: counted, logged (the first few), answered.
+fn bad(
+    intake: &Intake,
+    status: StatusCode,
+    code: i32,
+    encoding: Encoding,
+    message: String,
+) -> Response {
+    intake.bad_request(&message);
+    error(status, code, encoding, message)
+}
+
+fn throttled(o: &Outcome, encoding: Encoding) -> Response {
+    let message = match o {
+        Outcome::Stopped => "loom-app is shutting down; retry elsewhere",
+        _ => "ingest queue full; retry later",
+    };
+    let mut r = error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        UNAVAILABLE,
+        encoding,
+        message.into(),
+    );
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, RETRY_AFTER_S.into());
+    r
+}
+
+/// The success body: an `Export…ServiceResponse`, with partial success
+/// when items were refused.
+fn success(signal: Signal, encoding: Encoding, rejected: u64, message: String) -> Response {
+    use opentelemetry_proto::tonic::collector::logs::v1 as l;
+    use opentelemetry_proto::tonic::collector::metrics::v1 as m;
+    use opentelemetry_proto::tonic::collector::trace::v1 as t;
+    let n = i64::try_from(rejected).unwrap_or(i64::MAX);
+    let body = match encoding {
+        Encoding::Json => {
+            let key = match signal {
+                Signal::Traces => "rejectedSpans",
+                Signal::Logs => "rejectedLogRecords",
+                Signal::Metrics => "rejectedDataPoints",
+            };
+            let v = if rejected > 0 {
+                serde_json::json!({ "partialSuccess": { key: n, "errorMessage": message } })
+            } else {
+                serde_json::json!({})
+            };
+            v.to_string().into_bytes()
+        }
+        Encoding::Protobuf => {
+            let partial = rejected > 0;
+            match signal {
+                Signal::Traces => t::ExportTraceServiceResponse {
+                    partial_success: partial.then_some(t::ExportTracePartialSuccess {
+                        rejected_spans: n,
+                        error_message: message,
+                    }),
+                }
+                .encode_to_vec(),
+                Signal::Logs => l::ExportLogsServiceResponse {
+                    partial_success: partial.then_some(l::ExportLogsPartialSuccess {
+                        rejected_log_records: n,
+                        error_message: message,
+                    }),
+                }
+                .encode_to_vec(),
+                Signal::Metrics => m::ExportMetricsServiceResponse {
+                    partial_success: partial.then_some(m::ExportMetricsPartialSuccess {
+                        rejected_data_points: n,
+                        error_message: message,
+                    }),
+                }
+                .encode_to_vec(),
+            }
+        }
+    };
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, encoding.content_type())],
+        body,
+    )
+        .into_response()
+}
+
+/// Reads the body, at most `limit` bytes; `Err(true)` when it is larger.
+async fn read_body(body: Body, limit: usize) -> Result<bytes::Bytes, (bool, String)> {
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
+        let too_large = std::error::Error::source(&e)
+            .is_some_and(|s| s.is::<http_body_util::LengthLimitError>())
+            || e.to_string().contains("length limit");
+        (too_large, e.to_string())
+    })
+}
+
+async fn export(intake: &Intake, signal: Signal, headers: &HeaderMap, body: Body) -> Response {
+    let text = |h: header::HeaderName| headers.get(h).and_then(|v| v.to_str().ok());
+    let content_type = text(header::CONTENT_TYPE).unwrap_or("");
+    let Some(encoding) = Encoding::from_content_type(content_type) else {
+        return bad(
+            intake,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            INVALID_ARGUMENT,
+            Encoding::Json,
+            format!(
+                "Content-Type {content_type:?} not supported: use application/x-protobuf or application/json"
+            ),
+        );
+    };
+    if !intake.authorized(text(header::AUTHORIZATION)) {
+        return bad(
+            intake,
+            StatusCode::UNAUTHORIZED,
+            UNAUTHENTICATED,
+            encoding,
+            "missing or wrong token (Authorization: Bearer <token>)".into(),
+        );
+    }
+    if let Some(o) = intake.busy() {
+        return throttled(&o, encoding);
+    }
+    let limit = intake.max_body;
+    let too_large =
+        || format!("request body larger than the limit of {limit} bytes (--otlp-max-body-bytes)");
+    let raw = match read_body(body, limit).await {
+        Ok(b) => b,
+        Err((true, _)) => {
+            return bad(
+                intake,
+                StatusCode::PAYLOAD_TOO_LARGE,
+                RESOURCE_EXHAUSTED,
+                encoding,
+                too_large(),
+            )
+        }
+        Err((false, e)) => {
+            return bad(
+                intake,
+                StatusCode::BAD_REQUEST,
+                INVALID_ARGUMENT,
+                encoding,
+                format!("reading the request body: {e}"),
+            )
+        }
+    };
+    let plain = match text(header::CONTENT_ENCODING)
+        .unwrap_or("identity")
+        .trim()
+        .to_ascii_lowercase()
+        .as_str()
+    {
+        "" | "identity" => Ok(raw.to_vec()),
+        "gzip" => otlp::body::gunzip(&raw, limit),
+        "deflate" => otlp::body::inflate(&raw, limit),
+        other => {
+            return bad(
+                intake,
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                INVALID_ARGUMENT,
+                encoding,
+                format!("Content-Encoding {other:?} not supported: use gzip, deflate or none"),
+            )
+        }
+    };
+    let converted = plain.and_then(|p| {
+        let ctx = intake.context();
+        otlp::decode_and_convert(signal, &p, encoding, &ctx)
+    });
+    let converted = match converted {
+        Ok(c) => c,
+        Err(e) if e.is_too_large() => {
+            return bad(
+                intake,
+                StatusCode::PAYLOAD_TOO_LARGE,
+                RESOURCE_EXHAUSTED,
+                encoding,
+                e.to_string(),
+            )
+        }
+        Err(e) => {
+            return bad(
+                intake,
+                StatusCode::BAD_REQUEST,
+                INVALID_ARGUMENT,
+                encoding,
+                e.to_string(),
+            )
+        }
+    };
+    match intake.take(converted) {
+        Outcome::Accepted { rejected, message } => success(signal, encoding, rejected, message),
+        o => throttled(&o, encoding),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::counters::Counters;
+    use crate::receive::Msg;
+    use axum::http::Request;
+    use tower::ServiceExt;
+
+    /// An intake whose one-slot queue is already full.
+    fn full_intake() -> (Arc<Intake>, Arc<Counters>, crossbeam_channel::Receiver<Msg>) {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        tx.try_send(Msg::ConnectionEnded).expect("fill the queue");
+        let counters = Arc::new(Counters::default());
+        let intake = Intake::new(
+            Arc::new(otlp::Registry::new(10, [])),
+            otlp::Config::default(),
+            tx,
+            counters.clone(),
+            None,
+            1 << 20,
+        );
+        (Arc::new(intake), counters, rx)
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_answers_503_with_retry_after() {
+        let (intake, counters, rx) = full_intake();
+        let app = router(intake);
+        let req = |ct: &str| {
+            Request::post("/v1/traces")
+                .header(header::CONTENT_TYPE, ct)
+                .body(Body::from(Vec::<u8>::new()))
+                .expect("request")
+        };
+        let r = app
+            .clone()
+            .oneshot(req("application/json"))
+            .await
+            .expect("response");
+        assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            r.headers().get(header::RETRY_AFTER).map(|v| v.as_bytes()),
+            Some(&b"1"[..])
+        );
+        let body = axum::body::to_bytes(r.into_body(), 1 << 16)
+            .await
+            .expect("body");
+        let v: serde_json::Value = serde_json::from_slice(&body).expect("json");
+        assert_eq!(v["code"], UNAVAILABLE);
+        // Once the queue has room, the same request is taken.
+        let _ = rx.try_recv();
+        let r = app
+            .oneshot(req("application/x-protobuf"))
+            .await
+            .expect("response");
+        assert_eq!(r.status(), StatusCode::OK);
+        assert_eq!(Counters::get(&counters.otlp_throttled), 1);
+        assert_eq!(Counters::get(&counters.otlp_requests), 1);
+    }
+}

@@ -1,0 +1,173 @@
+//! OTLP ingest: OpenTelemetry spans, log records and metric points over
+//! gRPC (`--otlp-grpc`, default 127.0.0.1:4317) and HTTP (`--otlp-http`,
+//! default 127.0.0.1:4318), into the same store as the TCP stream.
+//!
+//! Both servers run on one small tokio runtime; their handlers convert
+//! each request with the `otlp` crate (series admitted by the shared
+//! [`otlp::Registry`], which enforces `--otlp-max-series`) and queue the
+//! records on the ingest queue as one [`crate::receive::Msg::Otlp`]. The
+//! ingest thread stores them through [`OtlpStage`]. A full queue answers
+//! "retry later" (gRPC UNAVAILABLE, HTTP 503 + Retry-After), refused items
+//! are reported in OTLP's partial-success response; both are counted.
+
+mod grpc;
+mod http;
+mod intake;
+mod stage;
+
+use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+
+pub use intake::Intake;
+pub use stage::OtlpStage;
+
+use crate::cli::Cli;
+
+/// Where OTLP/gRPC listens unless `--otlp-grpc` says otherwise.
+pub const DEFAULT_GRPC_ADDR: &str = "127.0.0.1:4317";
+/// Where OTLP/HTTP listens unless `--otlp-http` says otherwise.
+pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:4318";
+
+/// The running OTLP servers; dropping this stops them.
+pub struct Servers {
+    runtime: Option<tokio::runtime::Runtime>,
+    stop: tokio::sync::watch::Sender<bool>,
+    /// Where gRPC listens, when on.
+    pub grpc: Option<SocketAddr>,
+    /// Where HTTP listens, when on.
+    pub http: Option<SocketAddr>,
+}
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_timeout(Duration::from_secs(2));
+        }
+    }
+}
+
+/// Binds `flag`'s address (`value`, or `default` when the flag is not
+/// given): `None` when off, or when the default port is taken (with a
+/// warning); an explicit address that cannot be bound is an error, and so
+/// is a non-loopback one without a token.
+fn bind(
+    flag: &str,
+    value: Option<&str>,
+    default: &str,
+    has_token: bool,
+) -> anyhow::Result<Option<TcpListener>> {
+    let addr = value.unwrap_or(default);
+    if addr == "off" {
+        return Ok(None);
+    }
+    let parsed: SocketAddr = addr
+        .parse()
+        .map_err(|e| anyhow::anyhow!("{flag} {addr:?}: expected IP:PORT or off ({e})"))?;
+    anyhow::ensure!(
+        parsed.ip().is_loopback() || has_token,
+        "{flag} {addr}: a non-loopback address needs --auth-token-file"
+    );
+    match TcpListener::bind(parsed) {
+        Ok(l) => Ok(Some(l)),
+        Err(e) if value.is_none() => {
+            println!("{flag} off: cannot listen on {addr} ({e}); use {flag} ADDR");
+            Ok(None)
+        }
+        Err(e) => Err(e).with_context(|| format!("{flag} {addr}: listening")),
+    }
+}
+
+/// Starts the servers the flags ask for; `None` when both are off.
+pub fn start(
+    cli: &Cli,
+    intake: Arc<Intake>,
+    token: Option<&str>,
+) -> anyhow::Result<Option<Servers>> {
+    let grpc = bind(
+        "--otlp-grpc",
+        cli.otlp_grpc.as_deref(),
+        DEFAULT_GRPC_ADDR,
+        token.is_some(),
+    )?;
+    let http = bind(
+        "--otlp-http",
+        cli.otlp_http.as_deref(),
+        DEFAULT_HTTP_ADDR,
+        token.is_some(),
+    )?;
+    if grpc.is_none() && http.is_none() {
+        return Ok(None);
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cli.otlp_threads)
+        .thread_name("otlp")
+        .enable_all()
+        .build()
+        .context("starting the OTLP runtime")?;
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let signal = move || {
+        let mut rx = stopped.clone();
+        async move {
+            let _ = rx.changed().await;
+        }
+    };
+    let mut servers = Servers {
+        runtime: None,
+        stop,
+        grpc: None,
+        http: None,
+    };
+    if let Some(l) = grpc {
+        l.set_nonblocking(true).context("--otlp-grpc: socket")?;
+        servers.grpc = Some(l.local_addr().context("--otlp-grpc: socket")?);
+        let routes = grpc::Services::new(intake.clone()).router();
+        let listener = {
+            let _guard = runtime.enter();
+            tokio::net::TcpListener::from_std(l).context("--otlp-grpc: socket")?
+        };
+        let incoming =
+            tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+        let done = signal();
+        runtime.spawn(async move {
+            let served = tonic::transport::Server::builder()
+                .add_routes(routes)
+                .serve_with_incoming_shutdown(incoming, done)
+                .await;
+            if let Err(e) = served {
+                log::error!("OTLP/gRPC server stopped: {e}");
+            }
+        });
+        println!(
+            "OTLP gRPC on {}",
+            servers.grpc.map(|a| a.to_string()).unwrap_or_default()
+        );
+    }
+    if let Some(l) = http {
+        l.set_nonblocking(true).context("--otlp-http: socket")?;
+        servers.http = Some(l.local_addr().context("--otlp-http: socket")?);
+        let app = http::router(intake);
+        let listener = {
+            let _guard = runtime.enter();
+            tokio::net::TcpListener::from_std(l).context("--otlp-http: socket")?
+        };
+        let done = signal();
+        runtime.spawn(async move {
+            let served = axum::serve(listener, app)
+                .with_graceful_shutdown(done)
+                .await;
+            if let Err(e) = served {
+                log::error!("OTLP/HTTP server stopped: {e}");
+            }
+        });
+        println!(
+            "OTLP HTTP on http://{}",
+            servers.http.map(|a| a.to_string()).unwrap_or_default()
+        );
+    }
+    servers.runtime = Some(runtime);
+    Ok(Some(servers))
+}

@@ -1,0 +1,138 @@
+//! The ingest thread's side of OTLP: declares each OTLP series on first
+//! sight (its schema from the registry), holds records in a reorder stage
+//! of its own (OTLP times are always the data's own, whatever
+//! `--timestamps` says) and pushes them in time order per series.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use loom::{SourceHandle, SourceId, Writer};
+use otlp::{Registry, Shaped};
+
+use crate::ingest::Tally;
+use crate::reorder::{Reorder, Timed};
+
+struct Series {
+    handle: SourceHandle,
+    last_ts: u64,
+}
+
+/// OTLP records on their way into the engine.
+pub struct OtlpStage {
+    registry: Arc<Registry>,
+    series: HashMap<u64, Series>,
+    reorder: Option<Reorder<Shaped>>,
+    ready: Vec<Timed<Shaped>>,
+    errors: u64,
+}
+
+impl OtlpStage {
+    /// A stage holding records `window_us` of event time (0: none).
+    pub fn new(registry: Arc<Registry>, window_us: u64) -> Self {
+        OtlpStage {
+            registry,
+            series: HashMap::new(),
+            reorder: (window_us > 0).then(|| Reorder::new(window_us)),
+            ready: Vec::new(),
+            errors: 0,
+        }
+    }
+
+    /// Takes the records of one request; returns what was stored now.
+    pub fn take(&mut self, w: &mut Writer, records: Vec<Shaped>) -> Tally {
+        let mut t = Tally::default();
+        match self.reorder.as_mut() {
+            Some(stage) => {
+                for r in records {
+                    stage.add(r.time_us, r);
+                }
+                let mut ready = std::mem::take(&mut self.ready);
+                stage.release(&mut ready);
+                for (ts, r) in ready.drain(..) {
+                    self.store(w, ts, &r, &mut t);
+                }
+                self.ready = ready;
+            }
+            None => {
+                for r in &records {
+                    self.store(w, r.time_us, r, &mut t);
+                }
+            }
+        }
+        t
+    }
+
+    /// Stores everything held (idle senders, end of ingest).
+    pub fn flush(&mut self, w: &mut Writer) -> Tally {
+        let mut t = Tally::default();
+        if let Some(stage) = self.reorder.as_mut() {
+            let mut ready = Vec::new();
+            stage.flush(&mut ready);
+            for (ts, r) in &ready {
+                self.store(w, *ts, r, &mut t);
+            }
+        }
+        t
+    }
+
+    /// Records held now.
+    pub fn held(&self) -> usize {
+        self.reorder.as_ref().map_or(0, |r| r.held())
+    }
+
+    fn log_error(&mut self, what: std::fmt::Arguments) {
+        self.errors += 1;
+        if self.errors <= 10 {
+            log::error!("OTLP: {what}");
+        }
+    }
+
+    /// Pushes one record at `ts`, raised to its series' newest time when
+    /// older (it came after its time was released).
+    fn store(&mut self, w: &mut Writer, ts: u64, r: &Shaped, t: &mut Tally) {
+        if !self.series.contains_key(&r.source) {
+            let Some(schema) = self.registry.schema(r.source) else {
+                self.log_error(format_args!("record of unknown series {:#x}", r.source));
+                t.skipped += 1;
+                return;
+            };
+            match w.declare(SourceId(r.source), (*schema).clone()) {
+                Ok(handle) => {
+                    log::info!(
+                        "declared OTLP series {} ({:#x})",
+                        crate::sources::describe(&schema),
+                        r.source
+                    );
+                    // A reopened store's series continues after its newest
+                    // record (the engine refuses older times).
+                    let last_ts = w.reader().latest_timestamp(SourceId(r.source)).unwrap_or(0);
+                    self.series.insert(r.source, Series { handle, last_ts });
+                }
+                Err(e) => {
+                    self.log_error(format_args!("cannot declare series {:#x}: {e}", r.source));
+                    t.skipped += 1;
+                    return;
+                }
+            }
+        }
+        let Some(s) = self.series.get_mut(&r.source) else {
+            return;
+        };
+        let mut ts = ts;
+        if ts < s.last_ts {
+            ts = s.last_ts;
+            t.clamped += 1;
+        }
+        match w.push(s.handle, ts, &r.bytes) {
+            Ok(_) => {
+                s.last_ts = ts;
+                t.ingested += 1;
+                t.newest = Some(t.newest.map_or(ts, |n| n.max(ts)));
+            }
+            Err(e) => {
+                t.refused += 1;
+                self.log_error(format_args!("push failed: {e}"));
+            }
+        }
+    }
+}

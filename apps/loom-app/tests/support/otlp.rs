@@ -1,0 +1,234 @@
+//! Shared by the OTLP tests (included with `#[path]`): a loom-app child
+//! process with its OTLP and InfluxQL endpoints on free ports, and InfluxQL
+//! queries over plain HTTP.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// A running loom-app and its stdout lines.
+pub struct App {
+    pub child: Child,
+    pub lines: mpsc::Receiver<String>,
+    /// `host:port` of OTLP/gRPC.
+    pub grpc: String,
+    /// `host:port` of OTLP/HTTP.
+    pub http: String,
+    /// `host:port` of the InfluxDB API.
+    pub influx: String,
+}
+
+impl App {
+    /// Starts loom-app on `store` with every endpoint on a free loopback
+    /// port, plus `extra` flags; waits until it listens.
+    pub fn start(store: &Path, extra: &[&str]) -> App {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_loom-app"))
+            .args([
+                "--addr",
+                "127.0.0.1:0",
+                "--http",
+                "127.0.0.1:0",
+                "--otlp-grpc",
+                "127.0.0.1:0",
+                "--otlp-http",
+                "127.0.0.1:0",
+                "--query",
+                "probe-effect",
+                "--report-interval-s",
+                "1",
+                "--persist-interval-ms",
+                "200",
+            ])
+            .args(extra)
+            .arg("--loom-path")
+            .arg(store)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn loom-app");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(l);
+            }
+        });
+        let mut app = App {
+            child,
+            lines: rx,
+            grpc: String::new(),
+            http: String::new(),
+            influx: String::new(),
+        };
+        app.influx = app.wait_for("InfluxDB API on http://");
+        app.grpc = app.wait_for("OTLP gRPC on ");
+        app.http = app.wait_for("OTLP HTTP on http://");
+        app
+    }
+
+    /// The rest of the first line starting with `prefix` (60 s at most).
+    pub fn wait_for(&self, prefix: &str) -> String {
+        let end = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < end {
+            if let Ok(l) = self.lines.recv_timeout(Duration::from_millis(200)) {
+                if let Some(rest) = l.strip_prefix(prefix) {
+                    return rest.to_string();
+                }
+            }
+        }
+        panic!("loom-app never printed {prefix:?}");
+    }
+
+    /// Asks loom-app to stop (SIGINT) and returns its `Final` lines.
+    pub fn stop(mut self) -> Vec<String> {
+        // SAFETY: signalling our own child process by its pid.
+        let rc = unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGINT) };
+        assert_eq!(rc, 0, "SIGINT to loom-app");
+        let mut finals = Vec::new();
+        let end = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < end {
+            match self.lines.recv_timeout(Duration::from_millis(200)) {
+                Ok(l) if l.starts_with("Final") => finals.push(l),
+                Ok(l) if l.starts_with("store:") => break,
+                Ok(_) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+        }
+        let _ = self.child.wait();
+        finals
+    }
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `application/x-www-form-urlencoded` text of `s`.
+pub fn form(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            b => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// One HTTP/1.1 request; returns (status, lowercase head, body).
+pub fn http(addr: &str, request: &[u8]) -> (u16, String, Vec<u8>) {
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(60)))
+        .expect("timeout");
+    s.write_all(request).expect("send");
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    let split = buf
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or(buf.len());
+    let head = String::from_utf8_lossy(&buf[..split]).to_lowercase();
+    let body = buf.get(split + 4..).unwrap_or_default().to_vec();
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, head, body)
+}
+
+/// A POST with `headers` (each `Name: value\r\n`) and `body`.
+pub fn post(addr: &str, path: &str, headers: &str, body: &[u8]) -> (u16, String, Vec<u8>) {
+    let mut req = format!(
+        "POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n{headers}\r\n",
+        body.len()
+    )
+    .into_bytes();
+    req.extend_from_slice(body);
+    http(addr, &req)
+}
+
+/// InfluxQL `q` through `/query` (µs epochs); the whole JSON answer.
+pub fn query(influx: &str, q: &str) -> Value {
+    let req = format!(
+        "GET /query?epoch=u&q={} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        form(q)
+    );
+    let (status, _, body) = http(influx, req.as_bytes());
+    let v: Value = serde_json::from_slice(&body)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&body)));
+    assert_eq!(status, 200, "{q}: {v}");
+    v
+}
+
+/// Every series of the first statement's answer (none: empty).
+pub fn series(v: &Value) -> Vec<Value> {
+    if let Some(e) = v["results"][0].get("error") {
+        panic!("query error: {e}");
+    }
+    v["results"][0]["series"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Rows of the first series as maps from column to value.
+pub fn rows(v: &Value) -> Vec<serde_json::Map<String, Value>> {
+    series(v)
+        .first()
+        .map(|s| {
+            let cols: Vec<String> = s["columns"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|c| c.as_str().map(str::to_string))
+                .collect();
+            s["values"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|r| {
+                    cols.iter()
+                        .cloned()
+                        .zip(r.as_array().cloned().unwrap_or_default())
+                        .collect()
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The first value of the first row (e.g. a count); 0 when there is none.
+pub fn scalar(v: &Value) -> u64 {
+    series(v)
+        .first()
+        .and_then(|s| s["values"][0][1].as_u64())
+        .unwrap_or(0)
+}
+
+/// Polls `q`'s scalar until it is `want` (120 s at most; a measurement
+/// that does not exist yet counts as 0).
+pub fn wait_count(influx: &str, q: &str, want: u64) {
+    let end = Instant::now() + Duration::from_secs(120);
+    loop {
+        let v = query(influx, q);
+        let n = if v["results"][0].get("error").is_some() {
+            0
+        } else {
+            scalar(&v)
+        };
+        if n == want {
+            return;
+        }
+        assert!(Instant::now() < end, "{q}: {n} of {want}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
