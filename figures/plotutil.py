@@ -5,6 +5,7 @@ import csv
 import os
 import statistics
 import sys
+import textwrap
 from dataclasses import dataclass
 
 import matplotlib
@@ -12,27 +13,20 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+import published  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 DEFAULT_LOGS = os.path.join(REPO, "evaluation-output")
 
-# Published reference numbers (paper artifact, 64-core server, NVMe). Shown only
-# with this label, never merged with measured data.
-PUBLISHED_LABEL = "published (64-core server)"
-# Figure 13: RocksDB ops/s with telemetry sent to each endpoint, % of noop.
-PUBLISHED_PROBE_EFFECT_PCT = {
-    "noop": 100.0,
-    "file-writer": 100.0 - 2.3,
-    "loom": 100.0 - 3.0,
-    "influx": 100.0 - 27.0,
-    "fishstore": 100.0 - 7.5,
-}
-PUBLISHED_PROBE_EFFECT_NOOP_OPS = 5.03e6
-PUBLISHED_PROBE_EFFECT_LOOM_OPS = 4.88e6
-# Figure 14: single-thread Loom ingest, records/s by payload size (B).
-PUBLISHED_INGEST_RPS = {8: 24.1e6, 64: 12.2e6, 256: 4.3e6, 1024: 1.18e6}
-# Figures 15/16: time+range index query over 120 s of data, ~4.5 s whatever the lookback.
-PUBLISHED_TIMERANGE_QUERY_S = 4.5
+# Published reference numbers live in published.py (stdlib only, shared with the
+# summary table); the names below keep the figure scripts short.
+PUBLISHED_LABEL = published.LABEL
+PUBLISHED_PROBE_EFFECT_PCT = published.PROBE_EFFECT_PCT
+PUBLISHED_PROBE_EFFECT_NOOP_OPS = published.PROBE_EFFECT_NOOP_OPS
+PUBLISHED_PROBE_EFFECT_LOOM_OPS = published.PROBE_EFFECT_LOOM_OPS
+PUBLISHED_INGEST_RPS = published.INGEST_RPS
+PUBLISHED_TIMERANGE_QUERY_S = published.TIMERANGE_QUERY_S
 
 
 @dataclass
@@ -43,6 +37,7 @@ class Result:
     drawn: bool
     detail: str
     path: str = ""
+    caption: str = ""
 
     def line(self, root=REPO):
         if self.drawn:
@@ -94,6 +89,13 @@ def save(fig, out, stem):
     fig.savefig(os.path.join(fig_dir, stem + ".pdf"), bbox_inches="tight", metadata={"CreationDate": None})
     plt.close(fig)
     return png
+
+
+def add_caption(fig, text, width=150):
+    """Writes `text` under the figure (wrapped to `width` characters); returns it for the README."""
+    wrapped = "\n".join(textwrap.wrap(text, width))
+    fig.text(0.01, -0.01, wrapped, ha="left", va="top", fontsize=7.5, color="0.2", wrap=False)
+    return text
 
 
 def note(ax, text):
