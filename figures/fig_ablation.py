@@ -12,10 +12,12 @@ import os
 import sys
 from collections import defaultdict
 
+from matplotlib.ticker import NullLocator
+
 import logparse
 import published
-from plotutil import (PUBLISHED_LABEL, PUBLISHED_TIMERANGE_QUERY_S, Result, add_caption, errbars, log_y_if_positive,
-                      note, out_dirs, plt, rel, run_one, save, summary, warn, write_csv)
+from plotutil import (PUBLISHED_LABEL, PUBLISHED_TIMERANGE_QUERY_S, Result, add_caption, errbars, label_log_y,
+                      log_y_if_positive, note, out_dirs, plt, rel, run_one, save, summary, warn, write_csv)
 from runinfo import RunInfo
 
 MODES = {
@@ -91,7 +93,7 @@ def _lookbacks(ax, summ):
     lbs = sorted({k[2] for k in summ})
     ax.set_xscale("log")
     ax.set_xticks(lbs, [str(lb) for lb in lbs])
-    ax.minorticks_off()
+    ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xlabel("lookback: window end before the newest data (s, log scale)")
     ax.grid(True, which="major", alpha=0.3)
 
@@ -115,7 +117,7 @@ def draw_fig15(summ, info, out):
     ax_d.set_yscale("log")
     ax_d.set_ylabel("query duration (s, log scale)")
     ax_d.set_title("duration, median of repetitions (bars min-max)", fontsize=10)
-    log_c = log_y_if_positive(ax_c, [v[4] for v in summ.values()])
+    log_c = log_y_if_positive(ax_c, [v[4] for v in summ.values()], min_ratio=20)
     ax_c.set_ylabel(f"chunks read per query{' (log scale)' if log_c else ''}")
     ax_c.set_title("chunks read per query (measured)", fontsize=10)
     if not any(v[4] is not None for v in summ.values()):
@@ -126,14 +128,15 @@ def draw_fig15(summ, info, out):
     fig.legend(handles, labels, loc="upper center", ncol=3, fontsize=8, bbox_to_anchor=(0.5, 0.02))
     fig.suptitle("Fig. 15 - Index ablation in Loom: count of KV reads > 80 µs in a 120 s window")
     fig.tight_layout()
+    label_log_y(ax_d)
+    if log_c:
+        label_log_y(ax_c)
+    # The legend sits under the axes, the caption under the legend.
     caption = add_caption(fig, info.caption(
         "Fig. 15: the same count query over the 120 s window ending <lookback> + 5 s before the newest data, "
         "answered with no index, the time index only, the range index only, or both (all give the same count); "
         f"{_reps(summ)}; the replayed RocksDB P2 data is stored at its own (event) time; shaded band and dotted line: "
-        "the paper's published durations", {"rocksdb-p2"}), width=160)
-    # The legend sits under the axes, the caption under the legend.
-    for t in fig.texts:
-        t.set_y(-0.13)
+        "the paper's published durations", {"rocksdb-p2"}), y=-0.13)
     return save(fig, out, "fig15-ablation"), caption
 
 
@@ -151,7 +154,8 @@ def draw_fig16(summ, info, out):
     ax.set_yscale("log")
     ax.set_ylabel("query duration (s, log scale)")
     _lookbacks(ax, tr)
-    ax.legend(fontsize=8, loc="upper left")
+    label_log_y(ax)
+    ax.legend(fontsize=8, loc="center left")
     note(ax, "FishStore exact index: published only in the paper, no numbers here (not run: no package)")
     ax.set_title("Fig. 16 - Exact count with Loom's time + range index vs lookback", fontsize=10)
     fig.tight_layout()
@@ -159,7 +163,7 @@ def draw_fig16(summ, info, out):
         "Fig. 16: duration of the exact count (KV reads > 80 µs in a 120 s window) with the time + range index as "
         f"the window moves back in time; {_reps(tr)}; dotted: the paper's published Loom (about 4.5 s at every "
         "lookback); the paper's FishStore exact-index curve is not redrawn (FishStore is not part of this project)",
-        {"rocksdb-p2"}), width=110)
+        {"rocksdb-p2"}))
     return save(fig, out, "fig16-exact-match"), caption
 
 

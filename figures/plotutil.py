@@ -12,6 +12,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 
 import published  # noqa: E402
 
@@ -91,11 +92,24 @@ def save(fig, out, stem):
     return png
 
 
-def add_caption(fig, text, width=150):
-    """Writes `text` under the figure (wrapped to `width` characters); returns it for the README."""
+def add_caption(fig, text, width=None, y=-0.01):
+    """Writes `text` under the figure (its top at figure height `y`), wrapped to `width`
+    characters (default: the figure's width in 7.5-point characters); returns it for the README."""
+    width = width or int(fig.get_figwidth() * 17)
     wrapped = "\n".join(textwrap.wrap(text, width))
-    fig.text(0.01, -0.01, wrapped, ha="left", va="top", fontsize=7.5, color="0.2", wrap=False)
+    fig.text(0.01, y, wrapped, ha="left", va="top", fontsize=7.5, color="0.2", wrap=False)
     return text
+
+
+def label_log_y(ax):
+    """Numbers on the minor ticks of a log y axis spanning under two decades (else it may show one label)."""
+    lo, hi = ax.get_ylim()  # autoscales first
+    if lo > 0 and hi / lo < 100:
+        def one_two_five(v, _pos):
+            lead = f"{v:.0e}"[0]
+            return f"{v:g}" if lead in "125" else ""
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(one_two_five))
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(one_two_five))
 
 
 def note(ax, text):
@@ -103,10 +117,11 @@ def note(ax, text):
     ax.text(0.01, 0.01, text, transform=ax.transAxes, fontsize=7, color="0.35", va="bottom", ha="left")
 
 
-def log_y_if_positive(ax, values):
-    """Log y scale when every value is > 0 (and there is one); returns whether it was set."""
+def log_y_if_positive(ax, values, min_ratio=1.0):
+    """Log y scale when every value is > 0 and the largest is at least `min_ratio` times the
+    smallest; returns whether it was set."""
     values = [v for v in values if v is not None]
-    if values and min(values) > 0:
+    if values and min(values) > 0 and max(values) >= min_ratio * min(values):
         ax.set_yscale("log")
         return True
     return False

@@ -30,7 +30,8 @@ NOINDEX_QUERY_S = (204.0, 1019.0)
 
 # Figures 10-12, end to end (query latency in s; % of records dropped).
 E2E_LATENCY_S = {
-    # (system, workload, phase): seconds, or a (a, b) pair for two questions
+    # (system, workload, phase): seconds, or a (a, b) pair for two questions. InfluxDB's
+    # query ran once, after every point was written (the artifact's complete-data endpoint).
     ("loom", "rocksdb", 1): 0.87,
     ("influx", "rocksdb", 1): 23.5,
     ("loom", "valkey", 1): 5.7,

@@ -108,6 +108,16 @@ def test_app_records_and_final():
     assert len(warnings) == 1 and "e2e:4" in warnings[0]
 
 
+def test_app_records_line_of_current_loom_app():
+    # apps/loom-app/src/report.rs: `not stored` (refused by the engine) and `raised` (timestamps
+    # raised to keep order) follow the totals.
+    app, warnings = lp.parse_app_log([
+        "Records received: 1680896, dropped: 5, total received 1680896 dropped 5, not stored 0, raised 12",
+        "Records received: 10, dropped: 0, total received 1680906 dropped 5, not stored 3, raised 0",
+    ])
+    assert not warnings and app.intervals == [(1680896, 5), (10, 0)] and app.totals() == (1680906, 5)
+
+
 def test_app_totals_without_final():
     app, _ = lp.parse_app_log([
         "Records received: 100, dropped: 10, total received 100 dropped 10",

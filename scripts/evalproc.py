@@ -75,8 +75,7 @@ class Background:
         except subprocess.TimeoutExpired:
             self.stop()
             return None
-        # The leader ended; stop what it may have left in its group.
-        _kill_group(self.proc)
+        # What the command started on purpose lives on (`make influxd` leaves influxd running).
         ACTIVE.discard(self)
         return rc
 

@@ -55,7 +55,7 @@ IS_STORES = [("is-mach", {}), ("is-mach-index", {}), ("is-lmdb", {}), ("is-rocks
              ("is-rocksdb", {"THREADS": "2"}), ("is-file", {"THREADS": "1"})]
 ABLATION_QUERY = "ablation-noindex,ablation-onlytime,ablation-onlyrange,ablation-timerange"
 # Rough rates of this machine kind (2 cores), for expected times only.
-INFLUX_POINTS_PER_S = 200_000
+INFLUX_POINTS_PER_S = 300_000
 RECORD_RATE = {"rocksdb-p1": 200_000, "rocksdb-p2": 310_000, "rocksdb-p3": 350_000,
                "valkey-p1": 50_000, "valkey-p2": 160_000, "valkey-p3": 250_000}
 
@@ -353,7 +353,10 @@ class Evaluation:
 
     def ablation(self, lb):
         k = self.k
-        flags = f"--stop-after-connections 1 --timestamps event --query-count {k.ab_reps}"
+        # Event time, so the replay may run faster than recorded; a 1 s reorder window keeps the
+        # recording's interleaved thread batches at their own times.
+        flags = (f"--stop-after-connections 1 --timestamps event --reorder-window-ms 1000 "
+                 f"--query-count {k.ab_reps}")
         ingest_s = (125 + lb) / k.ab_speed
         self.endpoint_run(("ab-mach-app", dict(QUERY=ABLATION_QUERY, AB_LOG="ablation-all", LOOKBACK=lb,
                                                LOOM_APP_FLAGS=flags, CARGO="true")),
@@ -486,10 +489,16 @@ def last_average(path):
 
 
 def summarize_app(path):
-    """Short result of an endpoint log: records, % dropped, query latencies."""
+    """Short result of an endpoint log: records, % dropped, query latencies.
+
+    StepError when the log has no `Final:` line or every query failed: the step did not work."""
     import logparse
     lines, _ = logparse.read_lines(path)
     app, _ = logparse.parse_app_log(lines, path)
+    if not app.final:
+        raise StepError(f"{rel(path)} has no `Final:` line: the endpoint did not finish")
+    if app.failed and not app.queries:
+        raise StepError(f"every query failed, e.g. {app.failed[0][1][:160]} (see {rel(path)})")
     rec, drop = app.totals()
     parts = []
     if rec is not None:
@@ -522,7 +531,10 @@ def main(argv):
             total += s.expected_s
             print(f"[{i:2d}] {fmt(total)} {s.name} (expected {s.expected_s:.0f} s)")
         return 0
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    # SIGINT is ignored in a job started in the background by a shell without job control;
+    # take it back, and treat SIGTERM the same: stop what runs, stop influxd, exit.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         return ev.run()
     except KeyboardInterrupt:
