@@ -138,7 +138,8 @@ def draw_latency(workload, queries, info, out):
         f"Fig. {fig_id[3:]}: {workload} phases P1-P3 replayed into Loom (loom-app) and InfluxDB (influx-app); "
         "each point is one round of the phase question over [now-80 s, now-20 s] (Influx-complete asks once, after "
         "its backlog is written); dotted lines are the paper's published latencies", keys,
-        "FishStore's end-to-end latencies exist only in the paper"))
+        "FishStore's end-to-end latencies exist only in the paper",
+        knobs=("query_interval_s", "query_count", "complete_replay_s")))
     return save(fig, out, stem), caption
 
 
@@ -184,7 +185,7 @@ def draw_dropped(dropped, info, out):
     caption = add_caption(fig, info.caption(
         "Fig. 12: records dropped by each endpoint over the whole replay (Loom's and InfluxDB's bounded queues "
         "drop when ingest falls behind; Influx-complete queues everything, so it drops nothing but answers only "
-        "after its backlog is written)", keys))
+        "after its backlog is written)", keys, knobs=("query_interval_s", "query_count", "complete_replay_s")))
     return save(fig, out, "fig12-e2e-dropped"), caption
 
 

@@ -126,7 +126,8 @@ def build(log_dir, out):
         "Fig. 14: records written per second by one writer (RocksDB also with 2 threads) into "
         "each store, random payload of the given size, generated in process (no recording); MB/s counts payload "
         "bytes; the dash-dot line is this disk's direct-I/O write bandwidth (dd); the dotted line is the "
-        f"published Loom (64-core server, NVMe); medians of {'/'.join(map(str, runs_per))} run(s) per point"))
+        f"published Loom (64-core server, NVMe); medians of {'/'.join(map(str, runs_per))} run(s) per point",
+        knobs=("is_runs", "is_duration_s", "dd_mb")))
     png = save(fig, out, STEM)
     nstores = len(series)
     detail = f"{nstores} store{'s' if nstores != 1 else ''} x {len(sizes)} size{'s' if len(sizes) != 1 else ''}, {len(runs)} run{'s' if len(runs) != 1 else ''}"

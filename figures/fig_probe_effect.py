@@ -202,7 +202,8 @@ def build(log_dir, out):
         f"{published.PROBE_EFFECT_NOOP_OPS / 1e6:.2f} M ops/s), FishStore only as published; (b) CPU seconds each "
         "endpoint spent per million records received (InfluxDB: influx-app plus influxd), which is what the "
         "probe effect costs a host with spare cores; (c) Valkey requests/s with the server's probes on, "
-        "telemetry discarded"))
+        "telemetry discarded", knobs=("pe_rounds", "pe_duration_s", "pe_warmup_s", "valkey_pe_rounds",
+                                      "valkey_pe_s")))
     png = save(fig, out, STEM)
     nruns = sum(len(v) for v in runs.values())
     detail = f"{len(eps)} endpoints ({', '.join(eps)}), {nruns} runs, CPU of {len(cpu_rows)} endpoints"

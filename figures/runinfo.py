@@ -20,6 +20,14 @@ import statistics
 import logparse
 
 RUN_INFO = "evaluate-run.json"
+# How a caption names a knob of evaluate-run.json (scripts/evaluate.py, mk/evaluate.mk).
+KNOB_TEXT = {
+    "query_interval_s": "question every {} s", "query_count": "{} rounds",
+    "complete_replay_s": "Influx-complete replay {} s", "pe_rounds": "{} rounds", "pe_duration_s": "{} s per run",
+    "pe_warmup_s": "{} s warmup", "valkey_pe_rounds": "Valkey {} rounds", "valkey_pe_s": "Valkey {} s per run",
+    "is_runs": "{} run(s) per point", "is_duration_s": "{} s per run", "dd_mb": "dd {} MiB",
+    "ab_lookbacks": "lookbacks {} s", "ab_speed": "replay at {}x", "ab_reps": "{} repetitions",
+}
 # data-stats and tcp-replay: `recording <path>: workload rocksdb phase p2 (captured live)`
 RECORDING_LINE = re.compile(
     r"^recording (?P<path>\S+): workload (?P<workload>\S+) phase (?P<phase>\S+) \((?P<origin>SYNTHETIC|captured live)\)")
@@ -71,10 +79,16 @@ class RunInfo:
             parts.insert(0, "machine not recorded (no evaluate-run.json: targets run by hand)")
         return ", ".join(parts)
 
-    def scale(self):
-        """`scale small (knobs ...)` or `scale not recorded`."""
+    def scale(self, knobs=()):
+        """`scale small (make evaluate-small; query_interval_s 30, ...)` or `scale not recorded`."""
         s = self.info.get("scale")
-        return f"scale {s} (make evaluate-small EVAL_SCALE={s})" if s else "scale not recorded"
+        if not s:
+            return "scale not recorded"
+        cmd = {"small": "make evaluate-small", "full": "make evaluate"}.get(s, f"make evaluate-small EVAL_SCALE={s}")
+        values = self.info.get("knobs", {})
+        shown = [KNOB_TEXT.get(k, k + " {}").format(" ".join(map(str, values[k])) if isinstance(values[k], list)
+                                                    else values[k]) for k in knobs if k in values]
+        return f"scale {s} ({cmd}{'; ' + ', '.join(shown) if shown else ''})"
 
     def origin(self, keys):
         """`input: rocksdb-p1 live, rocksdb-p2 SYNTHETIC` for the recordings `keys` (workload-phase)."""
@@ -86,10 +100,11 @@ class RunInfo:
             return f"input recordings {', '.join(sorted(keys))}: {kinds.pop()}"
         return "input recordings: " + ", ".join(parts)
 
-    def caption(self, what, keys=(), extra=""):
-        """The caption: what the figure shows, then machine, scale, recording origin."""
+    def caption(self, what, keys=(), extra="", knobs=()):
+        """The caption: what the figure shows, then machine, scale (with the `knobs` of
+        evaluate-run.json that shaped it), recording origin."""
         text = [what.rstrip(".") + "."]
-        text.append(f"Measured on: {self.machine()}; {self.scale()}.")
+        text.append(f"Measured on: {self.machine()}; {self.scale(knobs)}.")
         o = self.origin(keys)
         if o:
             text.append(o[0].upper() + o[1:] + ".")

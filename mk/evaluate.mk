@@ -9,6 +9,7 @@
 #   make evaluate-small EVAL_SCALE=tiny    # a smoke run of every step, about 15 min
 #   make evaluate-small EVAL_STEPS=is,ab   # only some step families (names: evaluate.py --help)
 #   make evaluate-summary                  # the summary table again, from the existing logs
+#   make evaluate-plan [EVAL_SCALE=...]    # the steps and their expected times, nothing run
 #
 # Every scale knob below is a variable: the value used at `small` scale, with the
 # `tiny` and published (`full`, used by `make evaluate`) values beside it.
@@ -85,7 +86,7 @@ EVAL_KNOBS := EVAL_SCALE EVAL_RECORD_S EVAL_RECORD_WARMUP_S EVAL_QUERY_INTERVAL_
 	EVAL_AB_SPEED EVAL_AB_REPS EVAL_WORKLOADS EVAL_PHASES EVAL_STEPS EVAL_OUT TMP_DATA_DIR RECORDING_DIR
 EVAL_ENV = $(foreach k,$(EVAL_KNOBS),$(k)="$(strip $($(k)))")
 
-.PHONY: evaluate evaluate-small evaluate-summary
+.PHONY: evaluate evaluate-small evaluate-summary evaluate-plan
 
 evaluate-small:
 	$(EVAL_ENV) $(EVAL_PYTHON) scripts/evaluate.py run
@@ -95,3 +96,6 @@ evaluate:
 
 evaluate-summary:
 	$(EVAL_ENV) $(EVAL_PYTHON) scripts/evaluate.py summary
+
+evaluate-plan:
+	@$(EVAL_ENV) $(EVAL_PYTHON) scripts/evaluate.py plan

@@ -55,7 +55,7 @@ IS_STORES = [("is-mach", {}), ("is-mach-index", {}), ("is-lmdb", {}), ("is-rocks
              ("is-rocksdb", {"THREADS": "2"}), ("is-file", {"THREADS": "1"})]
 ABLATION_QUERY = "ablation-noindex,ablation-onlytime,ablation-onlyrange,ablation-timerange"
 # Rough rates of this machine kind (2 cores), for expected times only.
-INFLUX_POINTS_PER_S = 300_000
+INFLUX_POINTS_PER_S = 250_000
 RECORD_RATE = {"rocksdb-p1": 200_000, "rocksdb-p2": 310_000, "rocksdb-p3": 350_000,
                "valkey-p1": 50_000, "valkey-p2": 160_000, "valkey-p3": 250_000}
 
@@ -195,38 +195,40 @@ class Evaluation:
         fam = set(k.steps)
         add = lambda f, name, exp, act, **a: s.append(Step(f, name, exp, act, args=a)) if f in fam else None  # noqa: E731
         built = os.path.exists(os.path.join(REPO, "target", "release", "loom-app"))
-        add("build", "build (cargo, figures venv)", 90 if built else 1500, self.build)
+        add("build", "build (cargo, figures venv)", 150 if built else 1500, self.build)
         add("env", "check root, tracefs, influxd, redis/valkey", 3, self.check_env)
         add("dd", f"is-dd: direct-I/O write of {k.dd_mb} MiB", 2 + k.dd_mb / 2000, self.dd)
         for wl in k.workloads:
             for ph in k.phases:
-                add("record", f"record-{wl}-{ph}: live, {k.record_s} s", k.record_warmup_s + k.record_s + 8,
+                add("record", f"record-{wl}-{ph}: live, {k.record_s} s", k.record_warmup_s + k.record_s + 6,
                     self.record, wl=wl, ph=ph)
         for wl in k.workloads:
             for ph in k.phases:
                 q = f"{wl}-{ph}"
                 rate = RECORD_RATE.get(q, 200_000)
-                add("e2e", f"e2e {q} -> loom-app, {k.replay_s} s", k.replay_s + 6, self.e2e_loom, q=q)
-                add("e2e", f"e2e {q} -> influx-app (dropping), {k.replay_s} s", k.replay_s + 12,
+                add("e2e", f"e2e {q} -> loom-app, {k.replay_s} s", k.replay_s + 2, self.e2e_loom, q=q)
+                # influxd answers a phase question over millions of points in up to ~20 s.
+                add("e2e", f"e2e {q} -> influx-app (dropping), {k.replay_s} s", k.replay_s + 15,
                     self.e2e_influx, q=q, complete=False)
-                backlog = rate * k.complete_replay_s / INFLUX_POINTS_PER_S
+                # influxd writes while the replay runs; what it cannot keep up with is written after.
+                backlog = max(0.15, rate / INFLUX_POINTS_PER_S - 1) * k.complete_replay_s
                 add("e2e", f"e2e {q} -> influx-app --complete-data, {k.complete_replay_s} s + backlog",
-                    k.complete_replay_s + backlog + 25, self.e2e_influx, q=q, complete=True)
-        one = k.pe_warmup_s + k.pe_duration_s + 4
+                    k.complete_replay_s + backlog + 20, self.e2e_influx, q=q, complete=True)
+        one = k.pe_warmup_s + k.pe_duration_s + 2
         for r in range(1, k.pe_rounds + 1):
             add("pe", f"probe effect round {r}/{k.pe_rounds}: noop, file, Loom, InfluxDB ({k.pe_duration_s} s each)",
-                4 * one + 10, self.pe_round, r=r)
+                4 * one + 4, self.pe_round, r=r)
         for r in range(1, k.valkey_pe_rounds + 1):
             add("valkey-pe", f"Valkey probe cost round {r}/{k.valkey_pe_rounds}: none, syscalls, both",
-                3 * (k.valkey_pe_s + 7), self.valkey_pe_round, r=r)
+                3 * (k.valkey_pe_s + 5), self.valkey_pe_round, r=r)
         for size in k.is_sizes:
             add("is", f"ingest scaling {size} B: 6 stores x {k.is_runs} x {k.is_duration_s} s",
-                len(IS_STORES) * k.is_runs * (k.is_duration_s + 1.5), self.ingest, size=size)
+                len(IS_STORES) * k.is_runs * (k.is_duration_s + 0.5) + 1, self.ingest, size=size)
         for lb in k.ab_lookbacks:
             ingest_s = (125 + lb) / k.ab_speed
-            add("ab", f"ablation lookback {lb} s: 4 modes x {k.ab_reps}", ingest_s + 8 + k.ab_reps * 12,
+            add("ab", f"ablation lookback {lb} s: 4 modes x {k.ab_reps}", ingest_s * 1.05 + 2 + k.ab_reps * 4,
                 self.ablation, lb=lb)
-        add("figures", "make figures", 25, self.figures)
+        add("figures", "make figures", 12, self.figures)
         return s
 
     def build(self):
