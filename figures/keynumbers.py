@@ -186,10 +186,13 @@ def ablation_rows(log_dir):
 
 
 def figures_section(fig_dir, run_started):
+    """One line per figure: drawn, drawn before this run started (`run_started`, a file time), or missing."""
     lines = []
     for stem, title in FIGURES:
         png = os.path.join(fig_dir, stem + ".png")
-        if os.path.exists(png):
+        if os.path.exists(png) and run_started and os.path.getmtime(png) < run_started:
+            lines.append(f"  {title}: NOT REDRAWN by this run (the file is older; run make figures)")
+        elif os.path.exists(png):
             lines.append(f"  {title}: drawn -> {os.path.relpath(png, os.path.dirname(HERE))}")
         else:
             lines.append(f"  {title}: NO DATA (not drawn; `make figures` says which target makes its logs)")
@@ -211,7 +214,9 @@ def table(log_dir):
 
 def report(log_dir, fig_dir):
     rows, info = table(log_dir)
-    text = ["Figures:"] + figures_section(fig_dir, info.info.get("started_utc"))
+    run_file = os.path.join(log_dir, "evaluate-run.json")
+    started = os.path.getmtime(run_file) if os.path.exists(run_file) else None
+    text = ["Figures:"] + figures_section(fig_dir, started)
     text += ["", f"Key numbers ({info.machine()}; {info.scale()}; measured vs published, never merged):", ""]
     text += rows
     if len(rows) == 2:

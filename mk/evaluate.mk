@@ -78,24 +78,25 @@ EVAL_AB_REPS ?= 2              # ablation: repetitions of each query after the c
 EVAL_WORKLOADS ?= rocksdb valkey
 EVAL_PHASES ?= p1 p2 p3
 EVAL_STEPS ?= all              # comma-separated step families, or all
+EVAL_SYNTHETIC_FALLBACK ?= 1   # a live recording that fails is replaced by a SYNTHETIC one (replay gen), reported
 EVAL_PYTHON ?= python3
 
 EVAL_KNOBS := EVAL_SCALE EVAL_RECORD_S EVAL_RECORD_WARMUP_S EVAL_QUERY_INTERVAL_S EVAL_QUERY_COUNT \
 	EVAL_COMPLETE_REPLAY_S EVAL_PE_ROUNDS EVAL_PE_DURATION_S EVAL_PE_WARMUP_S EVAL_VALKEY_PE_ROUNDS \
 	EVAL_VALKEY_PE_S EVAL_IS_RUNS EVAL_IS_DURATION_S EVAL_IS_SIZES EVAL_DD_MB EVAL_AB_LOOKBACKS \
-	EVAL_AB_SPEED EVAL_AB_REPS EVAL_WORKLOADS EVAL_PHASES EVAL_STEPS EVAL_OUT TMP_DATA_DIR RECORDING_DIR
+	EVAL_AB_SPEED EVAL_AB_REPS EVAL_WORKLOADS EVAL_PHASES EVAL_STEPS EVAL_SYNTHETIC_FALLBACK EVAL_OUT TMP_DATA_DIR RECORDING_DIR FIGURES_OUT
 EVAL_ENV = $(foreach k,$(EVAL_KNOBS),$(k)="$(strip $($(k)))")
 
 .PHONY: evaluate evaluate-small evaluate-summary evaluate-plan
 
 evaluate-small:
-	$(EVAL_ENV) $(EVAL_PYTHON) scripts/evaluate.py run
+	@$(EVAL_ENV) $(EVAL_PYTHON) scripts/evaluate.py run
 
 evaluate:
 	$(MAKE) --no-print-directory evaluate-small EVAL_SCALE=full
 
 evaluate-summary:
-	$(EVAL_ENV) $(EVAL_PYTHON) scripts/evaluate.py summary
+	@$(EVAL_ENV) $(EVAL_PYTHON) scripts/evaluate.py summary
 
 evaluate-plan:
 	@$(EVAL_ENV) $(EVAL_PYTHON) scripts/evaluate.py plan
