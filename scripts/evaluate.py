@@ -35,6 +35,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "figures"))
 
 import evalproc  # noqa: E402
+from evallogs import cpu_model, fmt, last_average, read_dd, rel, summarize_app  # noqa: E402
 from evalproc import Background, StepError  # noqa: E402
 
 ENDPOINT_PORT = 7878
@@ -263,7 +264,8 @@ class Evaluation:
         return "root, tracefs, BTF, influxd, " + ("valkey-server" if shutil.which("valkey-server") else "redis-server")
 
     def dd(self):
-        self.make("is-dd", 600, DD_MB=self.k.dd_mb, TMP_DATA_DIR=self.k.tmp_data_dir)
+        # IS_OUT: mk/ingest-scaling.mk's log folder (fixed to evaluation-output/ unless given).
+        self.make("is-dd", 600, DD_MB=self.k.dd_mb, TMP_DATA_DIR=self.k.tmp_data_dir, IS_OUT=self.k.eval_out)
         rates = read_dd(self.out("is-dd"))
         return f"{rates[-1]:.0f} MB/s" if rates else "no dd rate in the log"
 
@@ -357,7 +359,8 @@ class Evaluation:
         for target, extra in IS_STORES:
             try:
                 self.make(target, k.is_runs * (k.is_duration_s + 60) + 60, IS_NO_BUILD=1, SIZE=size,
-                          RUNS=k.is_runs, DURATION=k.is_duration_s, TMP_DATA_DIR=k.tmp_data_dir, **extra)
+                          RUNS=k.is_runs, DURATION=k.is_duration_s, TMP_DATA_DIR=k.tmp_data_dir, IS_OUT=k.eval_out,
+                          **extra)
             except StepError as e:
                 failed.append(f"{target}{extra.get('THREADS', '')}: {e}")
         if failed:
@@ -482,64 +485,6 @@ class Evaluation:
         print()
         print_summary(k.eval_out)
         return 1 if failed else 0
-
-
-# -------------------------------------------------------------------- small readers
-def rel(path):
-    p = os.path.abspath(path)
-    return os.path.relpath(p, REPO) if p.startswith(REPO + os.sep) else p
-
-
-def fmt(seconds):
-    seconds = int(seconds)
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def read_dd(path):
-    import logparse
-    lines, _ = logparse.read_lines(path)
-    return logparse.parse_dd_log(lines, path)[0]
-
-
-def last_average(path):
-    import logparse
-    lines, _ = logparse.read_lines(path)
-    runs, _ = logparse.parse_workload_log(lines, path)
-    return runs[-1].ops_per_s if runs else None
-
-
-def summarize_app(path):
-    """Short result of an endpoint log: records, % dropped, query latencies.
-
-    StepError when the log has no `Final:` line or every query failed: the step did not work."""
-    import logparse
-    lines, _ = logparse.read_lines(path)
-    app, _ = logparse.parse_app_log(lines, path)
-    if not app.final:
-        raise StepError(f"{rel(path)} has no `Final:` line: the endpoint did not finish")
-    if app.failed and not app.queries:
-        raise StepError(f"every query failed, e.g. {app.failed[0][1][:160]} (see {rel(path)})")
-    rec, drop = app.totals()
-    parts = []
-    if rec is not None:
-        parts.append(f"{rec / 1e6:.2f} M records, {app.dropped_pct() or 0:.1f} % dropped")
-    if app.queries:
-        lat = ", ".join(f"{q.latency_ms:.1f}" for q in app.queries[:8])
-        parts.append(f"{len(app.queries)} queries: {lat}{' ...' if len(app.queries) > 8 else ''} ms")
-    if app.failed:
-        parts.append(f"{len(app.failed)} queries failed")
-    return "; ".join(parts) or "no records or queries in the log"
 
 
 def print_summary(eval_out):
