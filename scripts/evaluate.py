@@ -197,7 +197,11 @@ class Evaluation:
     def steps(self):
         k, s = self.k, []
         fam = set(k.steps)
-        add = lambda f, name, exp, act, **a: s.append(Step(f, name, exp, act, args=a)) if f in fam else None  # noqa: E731
+
+        def add(family, name, expected_s, action, **args):
+            if family in fam:
+                s.append(Step(family, name, expected_s, action, args=args))
+
         built = os.path.exists(os.path.join(REPO, "target", "release", "loom-app"))
         add("build", "build (cargo, figures venv)", 150 if built else 1500, self.build)
         add("env", "check root, tracefs, influxd, redis/valkey", 3, self.check_env)
