@@ -62,19 +62,19 @@ EVAL_RECORD_S ?= 30            # live recording per phase, s (8 / 120; the paper
 EVAL_RECORD_WARMUP_S ?= 5      # workload warmup before recording, s (3 / 15)
 EVAL_QUERY_INTERVAL_S ?= 30    # end to end: s between the repeated queries (8 / 120)
 EVAL_QUERY_COUNT ?= 3          # end to end: query rounds; replay = interval x rounds + 5 s (2 / 5)
-EVAL_COMPLETE_REPLAY_S ?= 85   # Influx-complete: s of replay before the backlog is written and asked (20 / 800)
+EVAL_COMPLETE_REPLAY_S ?= 80   # Influx-complete: s of replay before the backlog is written and asked (20 / 800)
 EVAL_PE_ROUNDS ?= 5            # probe effect: rounds of noop/file/Loom/InfluxDB alternated (2 / 5; paper: 1 run each)
 EVAL_PE_DURATION_S ?= 15       # probe effect: measured s per run (5 / 120)
 EVAL_PE_WARMUP_S ?= 5          # probe effect: warmup s per run (2 / 15)
 EVAL_VALKEY_PE_ROUNDS ?= 2     # Valkey probe cost: rounds of none/syscalls/both (1 / 3; not in the paper)
 EVAL_VALKEY_PE_S ?= 10         # Valkey probe cost: measured s per run (5 / 60)
 EVAL_IS_RUNS ?= 1              # ingest scaling: runs per store and size (1 / 5)
-EVAL_IS_DURATION_S ?= 5        # ingest scaling: s per run (1 / 120)
+EVAL_IS_DURATION_S ?= 4        # ingest scaling: s per run (1 / 120)
 EVAL_IS_SIZES ?= 8 64 256 1024 # ingest scaling: record sizes, B (same at every scale)
 EVAL_DD_MB ?= 4096             # dd direct-I/O reference, MiB written (1024 / 16384)
 EVAL_AB_LOOKBACKS ?= 20 60 120 300 600  # ablation lookbacks, s (20 60 / 20 60 120 300 600)
 EVAL_AB_SPEED ?= 10            # ablation: replay pace multiplier of the P2 data, event time stored (10 / 1)
-EVAL_AB_MAX_RATE ?= 2000000    # ablation: records/s the replay may reach; the speed is lowered to stay under
+EVAL_AB_MAX_RATE ?= 1600000    # ablation: records/s the replay may reach; the speed is lowered to stay under
                                # (loom-app dropped 65 % at 3.5 M/s, 0.6 % at 2 M/s on 2 cores)
 EVAL_AB_REPS ?= 2              # ablation: repetitions of each query after the cut-off (1 / 5)
 EVAL_WORKLOADS ?= rocksdb valkey
