@@ -136,7 +136,7 @@ def draw_fig15(summ, info, out):
         "Fig. 15: the same count query over the 120 s window ending <lookback> + 5 s before the newest data, "
         "answered with no index, the time index only, the range index only, or both (all give the same count); "
         f"{_reps(summ)}; the replayed RocksDB P2 data is stored at its own (event) time; shaded band and dotted line: "
-        "the paper's published durations", {"rocksdb-p2"}, knobs=("ab_lookbacks", "ab_speed", "ab_reps")), y=-0.13)
+        "the paper's published durations", {"rocksdb-p2"}, knobs=("ab_lookbacks", "ab_speed", "ab_max_rate", "ab_reps")), y=-0.13)
     return save(fig, out, "fig15-ablation"), caption
 
 
@@ -163,7 +163,7 @@ def draw_fig16(summ, info, out):
         "Fig. 16: duration of the exact count (KV reads > 80 µs in a 120 s window) with the time + range index as "
         f"the window moves back in time; {_reps(tr)}; dotted: the paper's published Loom (about 4.5 s at every "
         "lookback); the paper's FishStore exact-index curve is not redrawn (FishStore is not part of this project)",
-        {"rocksdb-p2"}, knobs=("ab_lookbacks", "ab_speed", "ab_reps")))
+        {"rocksdb-p2"}, knobs=("ab_lookbacks", "ab_speed", "ab_max_rate", "ab_reps")))
     return save(fig, out, "fig16-exact-match"), caption
 
 

@@ -26,7 +26,8 @@ KNOB_TEXT = {
     "complete_replay_s": "Influx-complete replay {} s", "pe_rounds": "{} rounds", "pe_duration_s": "{} s per run",
     "pe_warmup_s": "{} s warmup", "valkey_pe_rounds": "Valkey {} rounds", "valkey_pe_s": "Valkey {} s per run",
     "is_runs": "{} run(s) per point", "is_duration_s": "{} s per run", "dd_mb": "dd {} MiB",
-    "ab_lookbacks": "lookbacks {} s", "ab_speed": "replay at {}x", "ab_reps": "{} repetitions",
+    "ab_lookbacks": "lookbacks {} s", "ab_speed": "replay at up to {}x", "ab_max_rate": "at most {:.0f} records/s",
+    "ab_reps": "{} repetitions",
 }
 # data-stats and tcp-replay: `recording <path>: workload rocksdb phase p2 (captured live)`
 RECORDING_LINE = re.compile(
