@@ -64,7 +64,7 @@ EVAL_QUERY_INTERVAL_S ?= 30    # end to end: s between the repeated queries (8 /
 EVAL_QUERY_COUNT ?= 3          # end to end: query rounds; replay = interval x rounds + 5 s (2 / 5)
 EVAL_COMPLETE_REPLAY_S ?= 80   # Influx-complete: s of replay before the backlog is written and asked (20 / 800)
 EVAL_PE_ROUNDS ?= 5            # probe effect: rounds of noop/file/Loom/InfluxDB alternated (2 / 5; paper: 1 run each)
-EVAL_PE_DURATION_S ?= 15       # probe effect: measured s per run (5 / 120)
+EVAL_PE_DURATION_S ?= 12       # probe effect: measured s per run (5 / 120)
 EVAL_PE_WARMUP_S ?= 5          # probe effect: warmup s per run (2 / 15)
 EVAL_VALKEY_PE_ROUNDS ?= 2     # Valkey probe cost: rounds of none/syscalls/both (1 / 3; not in the paper)
 EVAL_VALKEY_PE_S ?= 10         # Valkey probe cost: measured s per run (5 / 60)

@@ -60,7 +60,7 @@ ABLATION_BYTES_PER_RECORD = 40
 # An ablation run that lost more of its replay than this is reported as failed.
 AB_MAX_DROPPED_PCT = 5.0
 # Rough rates of this machine kind (2 cores), for expected times only.
-INFLUX_POINTS_PER_S = 250_000
+INFLUX_POINTS_PER_S = 200_000
 RECORD_RATE = {"rocksdb-p1": 235_000, "rocksdb-p2": 355_000, "rocksdb-p3": 385_000,
                "valkey-p1": 85_000, "valkey-p2": 160_000, "valkey-p3": 255_000}
 
@@ -220,7 +220,7 @@ class Evaluation:
                 rate = RECORD_RATE.get(q, 200_000)
                 add("e2e", f"e2e {q} -> loom-app, {k.replay_s} s", k.replay_s + 2, self.e2e_loom, q=q)
                 # influxd answers a phase question over millions of points in up to ~20 s.
-                add("e2e", f"e2e {q} -> influx-app (dropping), {k.replay_s} s", k.replay_s + 15,
+                add("e2e", f"e2e {q} -> influx-app (dropping), {k.replay_s} s", k.replay_s + 10,
                     self.e2e_influx, q=q, complete=False)
                 # influxd writes while the replay runs; what it cannot keep up with is written after.
                 backlog = max(0.15, rate / INFLUX_POINTS_PER_S - 1) * k.complete_replay_s
