@@ -1,12 +1,13 @@
-"""Figures 10-12, end to end: query latency and % records dropped per workload phase.
+"""Figures 10-12, end to end: query latency per system over the repeated queries, and % dropped.
 
-Reads evaluation-output/e2e-<system>-app-<query> (loom-app output teed by
-`make e2e-mach-app QUERY=<query>` while `make <query>` replays a recording).
-Writes figures/data/e2e-queries.csv (every answered query),
-figures/data/e2e-dropped.csv (received/dropped per log) and one figure per
-workload: figures/figures/fig10-12-e2e-<workload>.{png,pdf}.
-FishStore's published figures are not redrawn here (its code is not part of
-this project).
+Reads evaluation-output/e2e-mach-app-<query> (loom-app, `make e2e-mach-app`),
+e2e-influx-app-dropped-<query> (influx-app dropping batches when writes fall behind,
+the published "InfluxDB", `make e2e-influx-app-dropped`) and e2e-influx-app-<query>
+(influx-app --complete-data, "Influx-complete": everything written, asked once,
+`make e2e-influx-app`), while `make <query>` replays a recording.
+Writes figures/data/e2e-queries.csv, e2e-dropped.csv and
+figures/figures/fig10-e2e-rocksdb, fig11-e2e-valkey, fig12-e2e-dropped (.png, .pdf).
+FishStore's end-to-end results exist only in the paper (its code is not part of this project).
 """
 
 import os
@@ -14,50 +15,72 @@ import sys
 from collections import defaultdict
 
 import logparse
-from plotutil import Result, errbars, log_y_if_positive, note, out_dirs, plt, rel, run_one, save, summary, warn, write_csv
+import published
+from plotutil import Result, add_caption, note, out_dirs, plt, rel, run_one, save, warn, write_csv
+from runinfo import RunInfo
 
 FIG, TITLE = "fig10-12", "end to end"
-SYSTEMS = {"mach": "Loom", "loom": "Loom", "influx": "InfluxDB", "fishstore": "FishStore"}
+# system key of logparse.e2e_log -> (label, colour, marker)
+SYSTEMS = {
+    "mach": ("Loom", "C0", "o"),
+    "loom": ("Loom", "C0", "o"),
+    "influx-dropped": ("InfluxDB (drops when behind)", "C3", "s"),
+    "influx": ("Influx-complete (all written, asked once)", "C2", "^"),
+}
+# Systems with published latencies. The published InfluxDB latency was measured with
+# every point written before the one query (the artifact's e2e-influx-app is the
+# complete-data endpoint), so it belongs beside Influx-complete.
+PUBLISHED_SYSTEM = {"mach": "loom", "loom": "loom", "influx": "influx"}
+WORKLOAD_FIG = {"rocksdb": ("fig10", "fig10-e2e-rocksdb"), "valkey": ("fig11", "fig11-e2e-valkey")}
 PHASE_TEXT = {
-    ("rocksdb", 1): "P1\nKV read max, p99.99",
-    ("rocksdb", 2): "P2\npread64 max, p99.99",
-    ("rocksdb", 3): "P3\npage-cache count",
-    ("valkey", 1): "P1\nslow KV reads",
-    ("valkey", 2): "P2\nslow reads, sendto/write",
-    ("valkey", 3): "P3\nslowest read, packets ±5 s",
+    ("rocksdb", 1): "P1: KV read max, p99.99",
+    ("rocksdb", 2): "P2: pread64 max, p99.99",
+    ("rocksdb", 3): "P3: page-cache count",
+    ("valkey", 1): "P1: slow KV reads",
+    ("valkey", 2): "P2: slow reads, write/sendto",
+    ("valkey", 3): "P3: slowest read, packets ±5 s",
 }
 
 
-def system_label(system):
-    return SYSTEMS.get(system, system)
+def label(system):
+    return SYSTEMS.get(system, (system,))[0]
+
+
+def order(systems):
+    known = list(SYSTEMS)
+    return sorted(systems, key=lambda s: (known.index(s) if s in known else 99, s))
 
 
 def collect(log_dir):
-    """(queries, dropped, interval series, warnings) from e2e-* logs.
+    """(queries, dropped, warnings).
 
-    queries: (system, workload, phase, query, QueryResult, log)
-    dropped: (system, workload, phase, received, dropped, pct, source, n intervals, log)
-    series:  {(workload, system, phase): [% dropped per interval]}
+    queries: (system, workload, phase, query, round, latency_ms, log, line)
+    dropped: (system, workload, phase, received, dropped, pct, counts_from, complete, log)
     """
-    queries, dropped, series, warnings = [], [], {}, []
+    queries, dropped, warnings = [], [], []
     for name in logparse.list_logs(log_dir, "e2e-"):
         path = os.path.join(log_dir, name)
-        m = logparse.E2E_LOG_NAME.match(name)
-        if not m:
-            warnings.append(f"{rel(path)}: name is not e2e-<system>-app-<query>; ignored")
+        sq = logparse.e2e_log(name)
+        if not sq:
+            warnings.append(f"{rel(path)}: name is not e2e-<system>-app-<query> or e2e-influx-app-dropped-<query>; ignored")
             continue
+        system, query = sq
         lines, w = logparse.read_lines(path)
         warnings += w
         app, w = logparse.parse_app_log(lines, rel(path))
         warnings += w
-        system = m["system"]
+        t = logparse.truncation_warning(lines, rel(path), app)
+        if t:
+            warnings.append(t)
+        rounds = defaultdict(int)
         for q in app.queries:
             wp = logparse.phase_of(q.name)
             if wp is None:
                 warnings.append(f"{rel(path)}:{q.line}: query {q.name} is not <workload>-p<n>; ignored")
                 continue
-            queries.append((system, wp[0], wp[1], q.name, q, rel(path)))
-        wp = logparse.phase_of(m["query"])
+            rounds[q.name] += 1
+            queries.append((system, wp[0], wp[1], q.name, rounds[q.name], q.latency_ms, rel(path), q.line))
+        wp = logparse.phase_of(query)
         received, drop = app.totals()
         if wp is None:
             if received is not None:
@@ -67,96 +90,148 @@ def collect(log_dir):
             warnings.append(f"{rel(path)}: no `Records received` or `Final` line yet")
             continue
         source = "Final line" if app.final else ("running totals" if app.total_received is not None else "sum of intervals")
-        dropped.append((system, wp[0], wp[1], received, drop, app.dropped_pct(), source, len(app.intervals), rel(path)))
-        series[(wp[0], system, wp[1])] = [100.0 * d / r if r else 0.0 for r, d in app.intervals]
-    return queries, dropped, series, warnings
+        dropped.append((system, wp[0], wp[1], received, drop, app.dropped_pct(), source, app.final, rel(path)))
+    return queries, dropped, warnings
 
 
-def draw(workload, queries, dropped, series, out):
-    """One figure for `workload`; returns the PNG path."""
-    systems = sorted({q[0] for q in queries} | {d[0] for d in dropped})
-    phases = sorted({q[2] for q in queries} | {d[2] for d in dropped})
-    width = 0.8 / max(1, len(systems))
-    fig, (ax_q, ax_d, ax_t) = plt.subplots(1, 3, figsize=(14, 4.2))
-
-    lat = defaultdict(list)
-    for system, _, phase, _, q, _ in queries:
-        lat[(system, phase)].append(q.latency_ms)
-    drop = {(d[0], d[2]): d[5] for d in dropped}
-    for k, system in enumerate(systems):
-        color = f"C{k}"
-        xs, med, lo, hi = [], [], [], []
-        for i, p in enumerate(phases):
-            if lat.get((system, p)):
-                m, a, b, _ = summary(lat[(system, p)])
-                xs.append(i + (k - (len(systems) - 1) / 2) * width)
-                med.append(m), lo.append(a), hi.append(b)
-        if xs:
-            ax_q.bar(xs, med, width, yerr=errbars(med, lo, hi), capsize=3, color=color, label=system_label(system))
-        xs = [i + (k - (len(systems) - 1) / 2) * width for i, p in enumerate(phases) if drop.get((system, p)) is not None]
-        vals = [drop[(system, p)] for p in phases if drop.get((system, p)) is not None]
-        if xs:
-            bars = ax_d.bar(xs, vals, width, color=color, label=system_label(system))
-            ax_d.bar_label(bars, [f"{v:.2f} %" for v in vals], fontsize=7)
-    labels = [PHASE_TEXT.get((workload, p), f"P{p}") for p in phases]
-    for ax in (ax_q, ax_d):
-        ax.set_xticks(range(len(phases)), labels, fontsize=8)
-        ax.set_xlabel("phase (query)")
-        ax.grid(True, axis="y", alpha=0.3)
-    ax_q.set_ylabel("query latency (ms)")
-    ax_q.set_title("query latency, median of rounds (bars min-max)")
-    every = [x for v in lat.values() for x in v]
-    if every and min(every) > 0 and max(every) > 50 * min(every) and log_y_if_positive(ax_q, every):
-        ax_q.set_ylabel("query latency (ms, log scale)")
-    if not lat:
-        note(ax_q, "no answered queries in the logs yet")
-    ax_d.set_ylabel("records dropped (% of received)")
-    ax_d.set_title("telemetry dropped by the endpoint")
-    top = max([v for v in drop.values() if v is not None], default=0)
-    ax_d.set_ylim(bottom=0, top=top * 1.3 if top > 0 else 1.0)
-
-    for (wl, system, p), pct in sorted(series.items()):
-        if wl == workload and pct:
-            ax_t.plot(range(1, len(pct) + 1), pct, marker=".", label=f"{system_label(system)} P{p}")
-    ax_t.set_xlabel("report interval (loom-app --report-interval-s, default 10 s)")
-    ax_t.set_ylabel("records dropped (% of received in interval)")
-    ax_t.set_title("drops over time")
-    ax_t.set_ylim(bottom=0)
-    ax_t.grid(True, alpha=0.3)
-    for ax in (ax_q, ax_d, ax_t):
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=8)
-    fig.suptitle(f"Fig. 10-12 - End to end: {workload} recording replayed into the endpoint (measured)")
+def draw_latency(workload, queries, info, out):
+    """Figure 10 (RocksDB) or 11 (Valkey): one panel per phase, latency of each query round per system."""
+    fig_id, stem = WORKLOAD_FIG.get(workload, ("fig10-11", f"fig10-11-e2e-{workload}"))
+    phases = sorted({q[2] for q in queries})
+    fig, axes = plt.subplots(1, len(phases), figsize=(4.6 * len(phases), 4.0), squeeze=False)
+    for ax, ph in zip(axes[0], phases):
+        qs = [q for q in queries if q[2] == ph]
+        for system in order({q[0] for q in qs}):
+            pts = sorted((q[4], q[5]) for q in qs if q[0] == system)
+            text, color, marker = SYSTEMS.get(system, (system, None, "x"))
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], color=color, marker=marker, label=f"{text}, measured")
+            pub_system = PUBLISHED_SYSTEM.get(system)
+            pub_ms = published.e2e_latency_ms(pub_system, workload, ph) if pub_system else None
+            if pub_ms is not None:
+                pv = published.E2E_LATENCY_S[(pub_system, workload, ph)]
+                # One legend entry per system; the value is written on each panel's line.
+                ax.axhline(pub_ms, color=color, linestyle=":", linewidth=1.5,
+                           label=f"{text.split(' (')[0]}, {published.LABEL} (value on the line)")
+                ax.annotate(f"published: {published.fmt_latency(pv)}", (1.0, pub_ms),
+                            xycoords=("axes fraction", "data"), xytext=(-4, 3), textcoords="offset points",
+                            ha="right", va="bottom", fontsize=7, color=color)
+        ax.set_yscale("log")
+        lo, hi = ax.get_ylim()
+        ax.set_ylim(lo, hi * 4)  # room above the top line for its value
+        ax.set_title(PHASE_TEXT.get((workload, ph), f"P{ph}"), fontsize=10)
+        ax.set_xlabel("query round (repeated every query interval)")
+        ax.set_ylabel("query latency (ms, log scale)")
+        rounds = sorted({q[4] for q in qs})
+        ax.set_xticks(rounds)
+        ax.grid(True, which="major", alpha=0.3)
+    # One legend for every panel, right of them, so no line is hidden behind it.
+    seen = {}
+    for ax in axes[0]:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(lab, h)
+    fig.legend(list(seen.values()), list(seen), fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.55))
+    fig.suptitle(f"Fig. {fig_id[3:]} - End to end, {workload}: latency of the phase questions while the recording "
+                 "is replayed at its recorded pace")
     fig.tight_layout()
-    return save(fig, out, f"fig10-12-e2e-{workload}")
+    keys = {f"{workload}-p{p}" for p in phases}
+    caption = add_caption(fig, info.caption(
+        f"Fig. {fig_id[3:]}: {workload} phases P1-P3 replayed into Loom (loom-app) and InfluxDB (influx-app); "
+        "each point is one round of the phase question over [now-80 s, now-20 s] (Influx-complete asks once, after "
+        "its backlog is written); dotted lines are the paper's published latencies", keys,
+        "FishStore's end-to-end latencies exist only in the paper",
+        knobs=("query_interval_s", "query_count", "complete_replay_s")))
+    return save(fig, out, stem), caption
+
+
+def draw_dropped(dropped, info, out):
+    """Figure 12: % of received records dropped, per workload phase and system, published InfluxDB range beside."""
+    groups = sorted({(d[1], d[2]) for d in dropped})
+    systems = order({d[0] for d in dropped})
+    n = len(systems) + 1
+    width = 0.8 / n
+    fig, ax = plt.subplots(figsize=(max(7.0, 1.6 * len(groups) + 3), 4.4))
+    val = {(d[0], d[1], d[2]): d for d in dropped}
+    for k, system in enumerate(systems):
+        xs, ys, partial = [], [], []
+        for i, g in enumerate(groups):
+            d = val.get((system, *g))
+            if d is not None and d[5] is not None:
+                xs.append(i + (k - (n - 1) / 2) * width)
+                ys.append(d[5])
+                partial.append(not d[7])
+        text, color, _ = SYSTEMS.get(system, (system, None, None))
+        bars = ax.bar(xs, ys, width, color=color, label=f"{text}, measured")
+        ax.bar_label(bars, [f"{y:.1f}{'*' if p else ''}" for y, p in zip(ys, partial)], fontsize=7, padding=2)
+    # Published InfluxDB: a range over the three phases of each workload, hatched, never merged.
+    first = True
+    for i, (wl, _) in enumerate(groups):
+        r = published.E2E_INFLUX_DROPPED_PCT.get(wl)
+        if r:
+            x = i + (n - 1 - (n - 1) / 2) * width
+            ax.bar([x], [r[1] - r[0]], width, bottom=[r[0]], color="0.85", hatch="//", edgecolor="0.45",
+                   label=f"InfluxDB, {published.LABEL}: range over P1-P3" if first else None)
+            first = False
+    ax.set_xticks(range(len(groups)), [f"{wl}\nP{ph}" for wl, ph in groups], fontsize=8)
+    ax.set_xlabel("workload and phase")
+    ax.set_ylabel("telemetry records dropped (% of received)")
+    ax.set_ylim(0, 115)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", ncol=2)
+    if any(not d[7] for d in dropped):
+        note(ax, "* log without a Final line (run cut short): partial counts")
+    fig.suptitle("Fig. 12 - End to end: telemetry the endpoint dropped at the recorded rate")
+    fig.tight_layout()
+    keys = {f"{wl}-p{ph}" for wl, ph in groups}
+    caption = add_caption(fig, info.caption(
+        "Fig. 12: records dropped by each endpoint over the whole replay (Loom's and InfluxDB's bounded queues "
+        "drop when ingest falls behind; Influx-complete queues everything, so it drops nothing but answers only "
+        "after its backlog is written)", keys, knobs=("query_interval_s", "query_count", "complete_replay_s")))
+    return save(fig, out, "fig12-e2e-dropped"), caption
 
 
 def build(log_dir, out):
-    queries, dropped, series, warnings = collect(log_dir)
+    queries, dropped, warnings = collect(log_dir)
     for w in warnings:
         warn(w)
     data_dir, _ = out_dirs(out)
+    how = ("run make evaluate-small EVAL_STEPS=record,e2e, or by hand make e2e-mach-app QUERY=rocksdb-p1 and, "
+           "in another terminal, make rocksdb-p1 (make record-rocksdb-p1 or gen-rocksdb-p1 first)")
     if not queries and not dropped:
-        return [Result(FIG, TITLE, False,
-                       f"no {rel(log_dir)}/e2e-* logs with query latencies or drop counts; run "
-                       "make e2e-mach-app QUERY=rocksdb-p1 and, in another terminal, make rocksdb-p1 "
-                       "(make gen-rocksdb-p1 first for a synthetic recording)")]
+        why = f"no {rel(log_dir)}/e2e-* logs with query latencies or drop counts; {how}"
+        return [Result("fig10", "end to end rocksdb", False, why), Result("fig11", "end to end valkey", False, why),
+                Result("fig12", "end to end dropped", False, why)]
     write_csv(os.path.join(data_dir, "e2e-queries.csv"),
-              ["system", "workload", "phase", "query", "latency_ms", "log", "line"],
-              [(s, w, p, n, q.latency_ms, log, q.line) for s, w, p, n, q, log in queries])
+              ["system", "workload", "phase", "query", "round", "latency_ms", "log", "line"], queries)
     write_csv(os.path.join(data_dir, "e2e-dropped.csv"),
-              ["system", "workload", "phase", "received", "dropped", "dropped_pct", "counts_from", "intervals", "log"],
+              ["system", "workload", "phase", "received", "dropped", "dropped_pct", "counts_from", "final", "log"],
               dropped)
+    info = RunInfo(log_dir)
+    for w in info.warnings:
+        warn(w)
     results = []
-    for workload in sorted({q[1] for q in queries} | {d[1] for d in dropped}):
+    for workload in sorted(WORKLOAD_FIG):
         qs = [q for q in queries if q[1] == workload]
-        ds = [d for d in dropped if d[1] == workload]
-        png = draw(workload, qs, ds, series, out)
-        phases = sorted({q[2] for q in qs} | {d[2] for d in ds})
-        systems = sorted({system_label(q[0]) for q in qs} | {system_label(d[0]) for d in ds})
-        detail = (f"{workload} {', '.join(f'P{p}' for p in phases)} x {'/'.join(systems)}, "
-                  f"{len(qs)} query latenc{'ies' if len(qs) != 1 else 'y'}, drop counts from {len(ds)} log{'s' if len(ds) != 1 else ''}")
-        results.append(Result(FIG, f"{TITLE} {workload}", True, detail, png))
+        fig_id = WORKLOAD_FIG[workload][0]
+        if not qs:
+            results.append(Result(fig_id, f"end to end {workload}", False,
+                                  f"no answered {workload}-p* queries in {rel(log_dir)}/e2e-* logs; {how.replace('rocksdb', workload)}"))
+            continue
+        png, caption = draw_latency(workload, qs, info, out)
+        phases = sorted({q[2] for q in qs})
+        systems = sorted({label(q[0]).split(" (")[0] for q in qs})
+        results.append(Result(fig_id, f"end to end {workload}", True,
+                              f"{', '.join(f'P{p}' for p in phases)} x {'/'.join(systems)}, {len(qs)} query latencies",
+                              png, caption))
+    other = sorted({q[1] for q in queries} - set(WORKLOAD_FIG))
+    for workload in other:
+        png, caption = draw_latency(workload, [q for q in queries if q[1] == workload], info, out)
+        results.append(Result("fig10-11", f"end to end {workload}", True, "queries of another workload", png, caption))
+    if dropped:
+        png, caption = draw_dropped(dropped, info, out)
+        results.append(Result("fig12", "end to end dropped", True,
+                              f"drop counts from {len(dropped)} logs", png, caption))
+    else:
+        results.append(Result("fig12", "end to end dropped", False, f"no drop counts in {rel(log_dir)}/e2e-* logs; {how}"))
     return results
 
 

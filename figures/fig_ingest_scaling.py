@@ -12,8 +12,9 @@ import sys
 from collections import defaultdict
 
 import logparse
-from plotutil import (PUBLISHED_INGEST_RPS, PUBLISHED_LABEL, Result, errbars, log_y_if_positive, note, out_dirs,
-                      plt, rel, run_one, save, summary, warn, write_csv)
+from plotutil import (PUBLISHED_INGEST_RPS, PUBLISHED_LABEL, Result, add_caption, errbars, log_y_if_positive, note,
+                      out_dirs, plt, rel, run_one, save, summary, warn, write_csv)
+from runinfo import RunInfo
 
 FIG, TITLE, STEM = "fig14", "ingest scaling", "fig14-ingest-scaling"
 # Plot order and labels of the stores (`db=` values).
@@ -117,14 +118,21 @@ def build(log_dir, out):
     ref = [("published" in lab or lab.startswith("dd ")) for lab in labels]
     handles = [h for h, r in zip(handles, ref) if not r] + [h for h, r in zip(handles, ref) if r]
     labels = [lab for lab, r in zip(labels, ref) if not r] + [lab for lab, r in zip(labels, ref) if r]
-    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, bbox_to_anchor=(0.5, -0.12))
     fig.suptitle("Fig. 14 - Ingest scaling: one source, one writer per store")
     fig.tight_layout()
+    fig.legend(handles, labels, loc="center left", fontsize=8, bbox_to_anchor=(1.0, 0.55))
+    runs_per = sorted({len(v) for v in groups.values()})
+    caption = add_caption(fig, RunInfo(log_dir).caption(
+        "Fig. 14: records written per second by one writer (RocksDB also with 2 threads) into "
+        "each store, random payload of the given size, generated in process (no recording); MB/s counts payload "
+        "bytes; the dash-dot line is this disk's direct-I/O write bandwidth (dd); the dotted line is the "
+        f"published Loom (64-core server, NVMe); medians of {'/'.join(map(str, runs_per))} run(s) per point",
+        knobs=("is_runs", "is_duration_s", "dd_mb")))
     png = save(fig, out, STEM)
     nstores = len(series)
     detail = f"{nstores} store{'s' if nstores != 1 else ''} x {len(sizes)} size{'s' if len(sizes) != 1 else ''}, {len(runs)} run{'s' if len(runs) != 1 else ''}"
     detail += ", dd reference" if dd else ", no is-dd reference (make is-dd)"
-    return [Result(FIG, TITLE, True, detail, png)]
+    return [Result(FIG, TITLE, True, detail, png, caption)]
 
 
 def main(argv=None):

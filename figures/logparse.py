@@ -36,6 +36,7 @@ DD_RESULT = re.compile(
     r"copied,\s*(?P<secs>\d+(?:[.,]\d+)?(?:e[-+]?\d+)?)\s*s,\s*"
     r"(?P<rate>\d+(?:[.,]\d+)?(?:e[-+]?\d+)?)\s*(?P<unit>[kKMGT]?i?B)/s"
 )
+DD_BYTES = re.compile(r"^(?P<bytes>\d+) bytes\b")
 DD_UNITS = {
     "B": 1.0, "kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
     "KiB": 2.0**10, "kiB": 2.0**10, "MiB": 2.0**20, "GiB": 2.0**30, "TiB": 2.0**40,
@@ -44,13 +45,14 @@ DD_UNITS = {
 # ---------------------------------------------------------------------------
 # loom-app (apps/loom-app/src/main.rs, queries.rs), figures 10-12, 15, 16.
 # Logs: evaluation-output/e2e-mach-app-<query>, ab-mach-<query>-<lookback> (mk/e2e.mk).
-#   Records received: r, dropped: d, total received R dropped D[, more counts]
-# (older builds printed only `Records received: r, dropped: d`; newer ones
-# append counts such as `, not stored n, raised m, otlp accepted a ...`)
+#   Records received: r, dropped: d, total received R dropped D, not stored n, raised m[, more counts]
+# (influx-app: without `not stored`/`raised`; older builds: only `Records received: r, dropped: d`;
+# loom-app with OTLP appends counts such as `, otlp accepted a ...`)
 APP_RECORDS_PREFIX = "Records received:"
 APP_RECORDS = re.compile(
     r"^\s*Records received: (?P<r>\d+), dropped: (?P<d>\d+)"
-    r"(?:, total received (?P<total_r>\d+) dropped (?P<total_d>\d+))?(?:, [^,].*)?\s*$"
+    r"(?:, total received (?P<total_r>\d+) dropped (?P<total_d>\d+))?"
+    r"(?:, not stored (?P<not_stored>\d+))?(?:, raised (?P<raised>\d+))?(?:, [^,].*)?\s*$"
 )
 #   Query Latency (<name>): <x> ms      (older builds: Rust Debug durations `1.2ms`, `4.5s`)
 APP_LATENCY_PREFIX = "Query Latency"
@@ -70,7 +72,22 @@ APP_ABLATION_HEADER = re.compile(r"^\s*Ablation (?P<name>\S+) lookback (?P<lookb
 APP_FINAL_PREFIX = "Final:"
 APP_FINAL = re.compile(r"^\s*Final: records received (?P<received>\d+), dropped (?P<dropped>\d+)\b")
 
-E2E_LOG_NAME = re.compile(r"^e2e-(?P<system>[a-z0-9]+)-app-(?P<query>[a-z0-9][a-z0-9,-]*)$")
+# Endpoints at exit (telemetry/src/cpu.rs; loom-app, influx-app, file-writer-app):
+#   Endpoint CPU: user U s, sys S s, total T s, records received R, CPU s per M records C|-
+ENDPOINT_CPU_PREFIX = "Endpoint CPU:"
+ENDPOINT_CPU = re.compile(
+    rf"^\s*Endpoint CPU: user (?P<user>{NUM}) s, sys (?P<sys>{NUM}) s, total (?P<total>{NUM}) s, "
+    rf"records received (?P<records>\d+), CPU s per M records (?:{NUM}|-)\s*$")
+# `make influxd-stop INFLUXD_CPU_LOG=<log>` (baselines/influxdb/influxd.sh cpu), after influx-app's run:
+#   influxd CPU: user U s, sys S s, total T s
+INFLUXD_CPU = re.compile(rf"^\s*influxd CPU: user (?P<user>{NUM}) s, sys (?P<sys>{NUM}) s, total (?P<total>{NUM}) s\s*$")
+# Header of one run in an appended log: `== pe-loom-app run 2026-...`
+RUN_HEADER = re.compile(r"^== (?P<name>\S+) run\b")
+
+# e2e-<system>-app-<query> (loom-app: system mach; influx-app --complete-data: influx)
+# and e2e-influx-app-dropped-<query> (influx-app dropping: system influx-dropped).
+E2E_LOG_NAME = re.compile(
+    r"^e2e-(?:(?P<dropped>influx)-app-dropped|(?P<system>[a-z0-9]+)-app)-(?P<query>[a-z0-9][a-z0-9,-]*)$")
 AB_LOG_NAME = re.compile(r"^ab-(?P<system>[a-z0-9]+)-(?P<query>[a-z0-9][a-z0-9,-]*?)-(?P<lookback>\d+)$")
 # Query names of the end-to-end workloads: <workload>-p<phase>.
 PHASE_QUERY = re.compile(r"^(?P<workload>[a-z]+)-p(?P<phase>\d+)$")
@@ -216,7 +233,13 @@ def parse_dd_log(lines, log=""):
         if rate is None or unit is None:
             warnings.append(f"{log}:{i}: skipped unreadable dd line: {_short(line)}")
             continue
-        rates.append(rate * unit / 1e6)
+        # dd rounds its rate to two digits; bytes / seconds is exact when both are printed.
+        b = DD_BYTES.match(line.strip())
+        secs = _finite(m["secs"].replace(",", "."))
+        if b and secs:
+            rates.append(int(b["bytes"]) / secs / 1e6)
+        else:
+            rates.append(rate * unit / 1e6)
     return rates, warnings
 
 
@@ -242,6 +265,8 @@ class AppLog:
     total_received: int = None                      # from the last total/Final line
     total_dropped: int = None
     final: bool = False                             # a `Final:` line was seen
+    cpu_s: float = None                             # `Endpoint CPU:` total (user + sys) at exit
+    influxd_cpu_s: float = None                     # `influxd CPU:` total, appended after influx-app's run
 
     def dropped_pct(self):
         """% of received records dropped over the whole log, None without counts."""
@@ -304,6 +329,14 @@ def parse_app_log(lines, log="", default_lookback=None):
                 continue
             out.total_received, out.total_dropped = int(m["received"]), int(m["dropped"])
             out.final = True
+        elif stripped.startswith(ENDPOINT_CPU_PREFIX):
+            m = ENDPOINT_CPU.match(line)
+            if m:
+                out.cpu_s = float(m["total"])
+            elif "unavailable" not in line:
+                warnings.append(f"{log}:{i}: skipped malformed Endpoint CPU line: {_short(line)}")
+        elif (m := INFLUXD_CPU.match(line)):
+            out.influxd_cpu_s = float(m["total"])
         elif (m := APP_ABLATION_HEADER.match(line)):
             lookback = int(m["lookback"])
         elif (m := APP_FAILED.match(line)):
@@ -319,6 +352,21 @@ def parse_app_log(lines, log="", default_lookback=None):
             if s:
                 ans["count"] = int(s["count"] or s["count2"])
     return out, warnings
+
+
+def e2e_log(name):
+    """(system, query) of an e2e log name (system `mach`, `influx` or `influx-dropped`), None if not one."""
+    m = E2E_LOG_NAME.match(name)
+    if not m:
+        return None
+    return ("influx-dropped" if m["dropped"] else m["system"]), m["query"]
+
+
+def truncation_warning(lines, log, app):
+    """A warning when an endpoint log ends before its `Final:` line (run killed or still running)."""
+    if lines and not app.final:
+        return f"{log}: no `Final:` line: the run was cut short or is still running; its counts are partial"
+    return None
 
 
 def phase_of(query):
@@ -392,3 +440,61 @@ def pe_endpoint(log_name):
     if not m or log_name.endswith(PE_ENDPOINT_LOG_SUFFIX):
         return None
     return PE_ALIASES.get(m["name"], m["name"])
+
+
+# ---------------------------------------------------------------------------
+# Endpoint CPU of the probe-effect endpoints (pe-<endpoint>-app logs, appended runs)
+@dataclass
+class EndpointRun:
+    """One run of an endpoint: its CPU seconds (user + sys) and the records it received."""
+    cpu_s: float
+    records: int
+    influxd_cpu_s: float = None     # InfluxDB: the server's own CPU, reported separately
+    line: int = 0
+
+    def total_cpu_s(self):
+        return self.cpu_s + (self.influxd_cpu_s or 0.0)
+
+    def cpu_s_per_m_records(self):
+        """CPU seconds (endpoint + influxd) per million records received; None without records."""
+        return self.total_cpu_s() * 1e6 / self.records if self.records else None
+
+
+def parse_endpoint_log(lines, log=""):
+    """(runs, warnings) of a pe-<endpoint>-app log: one EndpointRun per `Endpoint CPU:` line,
+    with the `influxd CPU:` line that follows it (before the next run header) attached."""
+    runs, warnings = [], []
+    header_line, cpu_seen = 0, True
+    for i, raw in enumerate(lines, 1):
+        line = raw.rstrip()
+        if RUN_HEADER.match(line):
+            if not cpu_seen:
+                warnings.append(f"{log}:{header_line}: run has no `Endpoint CPU:` line (cut short); ignored")
+            header_line, cpu_seen = i, False
+        elif line.lstrip().startswith(ENDPOINT_CPU_PREFIX):
+            m = ENDPOINT_CPU.match(line)
+            if not m:
+                warnings.append(f"{log}:{i}: skipped malformed Endpoint CPU line: {_short(line)}")
+                continue
+            runs.append(EndpointRun(float(m["total"]), int(m["records"]), line=i))
+            cpu_seen = True
+        elif (m := INFLUXD_CPU.match(line)):
+            if runs and runs[-1].influxd_cpu_s is None:
+                runs[-1].influxd_cpu_s = float(m["total"])
+    if not cpu_seen and header_line:
+        warnings.append(f"{log}:{header_line}: last run has no `Endpoint CPU:` line (cut short or running); ignored")
+    return runs, warnings
+
+
+def pe_endpoint_app(log_name):
+    """Endpoint of an endpoint's own log pe-<endpoint>-app (`loom` for pe-mach-app), else None."""
+    m = PE_LOG_NAME.match(log_name)
+    if not m or not log_name.endswith(PE_ENDPOINT_LOG_SUFFIX):
+        return None
+    name = m["name"][: -len(PE_ENDPOINT_LOG_SUFFIX)]
+    return PE_ALIASES.get(name, name)
+
+
+# Valkey probe cost (valkey-workload, logs valkey-pe-<probes>, mk/valkey.mk):
+# same lines as the RocksDB workload; `Average valkey rate per sec` = requests/s.
+VALKEY_PE_LOG_NAME = re.compile(r"^valkey-pe-(?P<probes>none|syscalls|both)$")

@@ -5,34 +5,29 @@ import csv
 import os
 import statistics
 import sys
+import textwrap
 from dataclasses import dataclass
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
+
+import published  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 DEFAULT_LOGS = os.path.join(REPO, "evaluation-output")
 
-# Published reference numbers (paper artifact, 64-core server, NVMe). Shown only
-# with this label, never merged with measured data.
-PUBLISHED_LABEL = "published (64-core server)"
-# Figure 13: RocksDB ops/s with telemetry sent to each endpoint, % of noop.
-PUBLISHED_PROBE_EFFECT_PCT = {
-    "noop": 100.0,
-    "file-writer": 100.0 - 2.3,
-    "loom": 100.0 - 3.0,
-    "influx": 100.0 - 27.0,
-    "fishstore": 100.0 - 7.5,
-}
-PUBLISHED_PROBE_EFFECT_NOOP_OPS = 5.03e6
-PUBLISHED_PROBE_EFFECT_LOOM_OPS = 4.88e6
-# Figure 14: single-thread Loom ingest, records/s by payload size (B).
-PUBLISHED_INGEST_RPS = {8: 24.1e6, 64: 12.2e6, 256: 4.3e6, 1024: 1.18e6}
-# Figures 15/16: time+range index query over 120 s of data, ~4.5 s whatever the lookback.
-PUBLISHED_TIMERANGE_QUERY_S = 4.5
+# Published reference numbers live in published.py (stdlib only, shared with the
+# summary table); the names below keep the figure scripts short.
+PUBLISHED_LABEL = published.LABEL
+PUBLISHED_PROBE_EFFECT_PCT = published.PROBE_EFFECT_PCT
+PUBLISHED_PROBE_EFFECT_NOOP_OPS = published.PROBE_EFFECT_NOOP_OPS
+PUBLISHED_PROBE_EFFECT_LOOM_OPS = published.PROBE_EFFECT_LOOM_OPS
+PUBLISHED_INGEST_RPS = published.INGEST_RPS
+PUBLISHED_TIMERANGE_QUERY_S = published.TIMERANGE_QUERY_S
 
 
 @dataclass
@@ -43,6 +38,7 @@ class Result:
     drawn: bool
     detail: str
     path: str = ""
+    caption: str = ""
 
     def line(self, root=REPO):
         if self.drawn:
@@ -96,15 +92,36 @@ def save(fig, out, stem):
     return png
 
 
+def add_caption(fig, text, width=None, y=-0.01):
+    """Writes `text` under the figure (its top at figure height `y`), wrapped to `width`
+    characters (default: the figure's width in 7.5-point characters); returns it for the README."""
+    width = width or int(fig.get_figwidth() * 17)
+    wrapped = "\n".join(textwrap.wrap(text, width))
+    fig.text(0.01, y, wrapped, ha="left", va="top", fontsize=7.5, color="0.2", wrap=False)
+    return text
+
+
+def label_log_y(ax):
+    """Numbers on the minor ticks of a log y axis spanning under two decades (else it may show one label)."""
+    lo, hi = ax.get_ylim()  # autoscales first
+    if lo > 0 and hi / lo < 100:
+        def one_two_five(v, _pos):
+            lead = f"{v:.0e}"[0]
+            return f"{v:g}" if lead in "125" else ""
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(one_two_five))
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(one_two_five))
+
+
 def note(ax, text):
     """Small grey footnote in the lower left of an axes."""
     ax.text(0.01, 0.01, text, transform=ax.transAxes, fontsize=7, color="0.35", va="bottom", ha="left")
 
 
-def log_y_if_positive(ax, values):
-    """Log y scale when every value is > 0 (and there is one); returns whether it was set."""
+def log_y_if_positive(ax, values, min_ratio=1.0):
+    """Log y scale when every value is > 0 and the largest is at least `min_ratio` times the
+    smallest; returns whether it was set."""
     values = [v for v in values if v is not None]
-    if values and min(values) > 0:
+    if values and min(values) > 0 and max(values) >= min_ratio * min(values):
         ax.set_yscale("log")
         return True
     return False

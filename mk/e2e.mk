@@ -74,11 +74,15 @@ e2e-mach-app e2e-loom-app: e2e-build
 	set -o pipefail; $(E2E_PIN_APP) $(CARGO_RELEASE_DIR)/loom-app --addr $(LOOM_APP_ADDR) --query $(QUERY) \
 		$(LOOM_APP_FLAGS) 2>&1 | tee $(EVAL_OUT)/e2e-mach-app-$(QUERY)
 
+# AB_LOG names the log (default: the query); QUERY may list several ablation
+# modes (comma separated) to answer all of them from one ingest, e.g.
+#   make ab-mach-app QUERY=ablation-noindex,ablation-timerange AB_LOG=ablation-all LOOKBACK=60
+AB_LOG ?= $(QUERY)
 ab-mach-app ab-loom-app: ab-build
 	mkdir -p $(EVAL_OUT)
 	set -o pipefail; $(E2E_PIN_APP) $(CARGO_RELEASE_DIR)/loom-app --addr $(LOOM_APP_ADDR) --query $(QUERY) \
 		--ablation-lookback $(LOOKBACK) $(LOOM_APP_FLAGS) 2>&1 \
-		| tee $(EVAL_OUT)/ab-mach-$(QUERY)-$(LOOKBACK)
+		| tee $(EVAL_OUT)/ab-mach-$(AB_LOG)-$(LOOKBACK)
 
 # `make demo` with a synthetic recording (no eBPF, no RocksDB run): loom-app
 # answers the P1/P2 questions twice while the recording is replayed.

@@ -4,7 +4,7 @@
 #   make figures-deps    venv at figures/.venv with the pinned figures/requirements.txt
 #   make figures         draw every figure that has logs; one line per figure says
 #                        what was drawn, or why it was skipped and which target makes the logs
-#   make figures-test    parser tests (pytest) in the venv
+#   make figures-test    parser tests and fixture tests (pytest) in the venv
 #   make figures-clean   remove figures/data and figures/figures
 #
 # Variables: FIGURES_LOGS (log folder, default evaluation-output/), FIGURES_OUT
@@ -30,8 +30,10 @@ $(FIGURES_STAMP): figures/requirements.txt
 figures: figures-deps
 	$(FIGURES_VENV)/bin/python figures/make_figures.py --logs $(FIGURES_LOGS) --out $(FIGURES_OUT)
 
+# Parser unit tests, and parsing, truncation and drawing tests on the logs the
+# apps wrote (figures/tests/fixtures/).
 figures-test: figures-deps
-	$(FIGURES_VENV)/bin/python -m pytest -q -p no:cacheprovider figures/test_parse.py
+	$(FIGURES_VENV)/bin/python -m pytest -q -p no:cacheprovider figures/test_parse.py figures/tests
 
 figures-clean:
 	rm -rf figures/data figures/figures

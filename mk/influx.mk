@@ -39,7 +39,12 @@ INFLUX_APP = $(CARGO_RELEASE_DIR)/influx-app --influx-url http://$(INFLUX_HTTP) 
 influxd:
 	bash baselines/influxdb/influxd.sh start $(INFLUX_DIR) $(INFLUX_HTTP) $(INFLUX_RPC)
 
+# INFLUXD_CPU_LOG=FILE: first append influxd's CPU time (`influxd CPU: user U s,
+# sys S s, total T s`, from /proc/<pid>/stat) to FILE: InfluxDB's endpoint cost is
+# influx-app's plus influxd's.
+INFLUXD_CPU_LOG ?=
 influxd-stop:
+	$(if $(INFLUXD_CPU_LOG),@bash baselines/influxdb/influxd.sh cpu $(INFLUX_DIR) >> $(INFLUXD_CPU_LOG) || true)
 	bash baselines/influxdb/influxd.sh stop $(INFLUX_DIR)
 
 influx-build:
@@ -59,10 +64,13 @@ e2e-influx-app-dropped: influx-build
 	set -o pipefail; $(E2E_PIN_APP) $(INFLUX_APP) --addr $(LOOM_APP_ADDR) --query $(QUERY) \
 		--stop-after-connections 1 $(INFLUX_APP_FLAGS) 2>&1 | tee $(EVAL_OUT)/e2e-influx-app-dropped-$(QUERY)
 
+# Appends to pe-influx-app (one `== pe-influx-app run` header per run); influxd's
+# own CPU time is appended by `make influxd-stop` when INFLUXD_CPU_LOG names this log.
 pe-influx-app: influx-build
 	mkdir -p $(EVAL_OUT)
+	@echo "== pe-influx-app run $$(date -u +%FT%TZ)" | tee -a $(EVAL_OUT)/pe-influx-app
 	$(INFLUX_APP) --addr $(PE_ADDR) --query probe-effect \
-		--stop-after-connections 1 2>&1 | tee $(EVAL_OUT)/pe-influx-app
+		--stop-after-connections 1 2>&1 | tee -a $(EVAL_OUT)/pe-influx-app
 
 # Sustained write rate into influxd: a fresh influxd, influx-app --complete-data
 # with INFLUX_CONNECTIONS writers, a recording sent as fast as possible

@@ -107,15 +107,20 @@ pe-rocksdb: pe-build pe-ramdisk
 
 # Endpoints (run in another terminal before `make pe-rocksdb`); each exits
 # after one connection ended.
+# Their logs (pe-<endpoint>-app) are appended, one `== pe-<endpoint>-app run` header
+# per run, like the workload's: each run ends with the endpoint's `Endpoint CPU:` line.
 pe-file-writer-app: pe-build
 	mkdir -p $(EVAL_OUT) $(TMP_DATA_DIR)
+	@echo "== pe-file-writer-app run $$(date -u +%FT%TZ)" | tee -a $(EVAL_OUT)/pe-file-writer-app
 	$(CARGO_RELEASE_DIR)/file-writer-app --addr $(PE_ADDR) --connections 1 \
-		--output-path $(TMP_DATA_DIR)/pe-file-writer.frames 2>&1 | tee $(EVAL_OUT)/pe-file-writer-app
+		--output-path $(TMP_DATA_DIR)/pe-file-writer.frames 2>&1 | tee -a $(EVAL_OUT)/pe-file-writer-app
+	rm -f $(TMP_DATA_DIR)/pe-file-writer.frames
 
 pe-mach-app pe-loom-app: pe-build
 	mkdir -p $(EVAL_OUT)
+	@echo "== pe-loom-app run $$(date -u +%FT%TZ)" | tee -a $(EVAL_OUT)/pe-loom-app
 	$(CARGO_RELEASE_DIR)/loom-app --addr $(PE_ADDR) --query probe-effect \
-		--stop-after-connections 1 2>&1 | tee $(EVAL_OUT)/pe-loom-app
+		--stop-after-connections 1 2>&1 | tee -a $(EVAL_OUT)/pe-loom-app
 
 # noop, file writer, Loom and InfluxDB alternated PE_ROUNDS times (so drift of
 # the machine spreads over all endpoints), each endpoint started in the

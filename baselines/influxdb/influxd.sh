@@ -4,6 +4,8 @@
 #
 #   influxd.sh start DIR [HTTP_ADDR] [RPC_ADDR]   fresh database under DIR, waits for /ping
 #   influxd.sh stop DIR                            ends the server started on DIR (pid file)
+#   influxd.sh cpu DIR                             prints `influxd CPU: user U s, sys S s, total T s`
+#                                                  of that server so far (/proc/<pid>/stat)
 #
 # Each start wipes DIR/{meta,data,wal}: every run begins with an empty
 # database, as the published evaluation restarted InfluxDB for every phase.
@@ -66,8 +68,19 @@ stop)
   fi
   rm -f "$pidfile"
   ;;
+cpu)
+  [ -f "$pidfile" ] || { echo "influxd: not running (no $pidfile)" >&2; exit 1; }
+  pid="$(cat "$pidfile")"
+  # Fields 14 and 15 of /proc/<pid>/stat (utime, stime) in clock ticks; the
+  # command name (field 2) may hold spaces, so count from after its ')'.
+  stat="$(cat "/proc/$pid/stat" 2>/dev/null)" || { echo "influxd: pid $pid is gone" >&2; exit 1; }
+  read -r -a f <<<"${stat##*) }"
+  hz="$(getconf CLK_TCK)"
+  awk -v u="${f[11]}" -v s="${f[12]}" -v hz="$hz" \
+    'BEGIN { printf "influxd CPU: user %.3f s, sys %.3f s, total %.3f s\n", u / hz, s / hz, (u + s) / hz }'
+  ;;
 *)
-  echo "usage: $0 start|stop DIR [HTTP_ADDR] [RPC_ADDR]" >&2
+  echo "usage: $0 start|stop|cpu DIR [HTTP_ADDR] [RPC_ADDR]" >&2
   exit 2
   ;;
 esac

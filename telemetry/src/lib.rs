@@ -13,6 +13,7 @@
 //!   records back to back, each a kind tag byte then its encoding.
 //! - [`wire`]: TCP framing (`LMTF` magic, version, record count, payload length,
 //!   arrival time, CRC32C); every frame is validated and bounded.
+//! - [`cpu`]: the CPU time an endpoint used, printed at its exit.
 //! - [`recording`]: recording files (`LOOMREC\0` header naming workload, phase
 //!   and whether synthetic; zstd-compressed batch blocks with CRC32C).
 //!
@@ -20,6 +21,7 @@
 //! targets live in `telemetry/fuzz/`.
 
 pub mod batch;
+pub mod cpu;
 mod error;
 #[cfg(feature = "fuzz")]
 pub mod fuzz;

@@ -89,6 +89,10 @@ fn main() -> ExitCode {
                 writer.received.batches.load(Ordering::Relaxed),
                 writer.received.bytes.load(Ordering::Relaxed)
             );
+            println!(
+                "{}",
+                telemetry::cpu::exit_line(writer.received.records.load(Ordering::Relaxed))
+            );
             ExitCode::SUCCESS
         }
         Ok(Err(e)) => {

@@ -8,7 +8,8 @@
 //!   `--machine-output` also `ANSWER query=<name> t0= t1= <key=value...>`,
 //!   then `Query Latency (<name>): <ms> ms`;
 //! - with `--complete-data`: `Backlog written: ...` once every point is in influxd;
-//! - at exit: `Final: ...` (and `STATS ...` with `--machine-output`).
+//! - at exit: `Final: ...` (and `STATS ...` with `--machine-output`), then
+//!   `Endpoint CPU: ...` (telemetry::cpu; influxd's own CPU is not included).
 
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -413,6 +414,7 @@ fn main() -> anyhow::Result<()> {
             Counters::get(&c.bad_connections)
         );
     }
+    println!("{}", telemetry::cpu::exit_line(received));
     std::process::exit(0)
 }
 

@@ -15,7 +15,7 @@
 //!   part discarded on a full queue, not stored what the engine refused);
 //! - per query: its answer, then `Query Latency (<name>): <ms> ms`;
 //! - with `--machine-output`, also `ANSWER query=<name> t0=<µs> t1=<µs> <key=value...>`;
-//! - at exit: `Final: ...` summary.
+//! - at exit: `Final: ...` summary, then `Endpoint CPU: ...` (telemetry::cpu).
 //!
 //! The InfluxDB 1.x query API (`--http`, default 127.0.0.1:8186) answers
 //! InfluxQL from reader threads while ingest goes on. OTLP receivers
@@ -271,5 +271,6 @@ fn main() -> anyhow::Result<()> {
             drop(t);
         }
     }
+    println!("{}", telemetry::cpu::exit_line(received));
     std::process::exit(0)
 }
