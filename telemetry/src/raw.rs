@@ -131,6 +131,28 @@ impl SourceKey {
         }
     }
 
+    /// The key of a decoded record.
+    pub fn of_record(r: &Record) -> SourceKey {
+        match r {
+            Record::KvOp(k) => SourceKey::Kv(k.op == KvOpKind::Write),
+            Record::Syscall(s) => SourceKey::Syscall(s.nr),
+            Record::PageCache(_) => SourceKey::PageCache,
+            Record::Packet(_) => SourceKey::Packet,
+        }
+    }
+
+    /// The data-model series of the source (measurement, tags, fields).
+    pub fn series(self) -> crate::model::Series {
+        use crate::model;
+        match self {
+            SourceKey::Kv(false) => model::kv(KvOpKind::Read),
+            SourceKey::Kv(true) => model::kv(KvOpKind::Write),
+            SourceKey::Syscall(nr) => model::syscall(nr),
+            SourceKey::PageCache => model::page_cache(),
+            SourceKey::Packet => model::packet(),
+        }
+    }
+
     /// The stable source id (see [`crate::source`]).
     pub fn id(self) -> SourceId {
         match self {
@@ -212,6 +234,8 @@ mod tests {
             assert_eq!(Record::decode(kind, body).unwrap(), *r);
             assert_eq!(event_time(kind, body), r.timestamp_us());
             assert_eq!(SourceKey::of(kind, body).id(), r.source_id());
+            assert_eq!(SourceKey::of(kind, body), SourceKey::of_record(r));
+            assert_eq!(SourceKey::of(kind, body).series(), r.series());
         }
     }
 

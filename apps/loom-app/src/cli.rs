@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
+use endpoint::output::parse_window;
+
 use crate::ingest::TimestampMode;
 use crate::queries::Query;
 
@@ -153,35 +155,9 @@ impl Cli {
     }
 }
 
-/// Parses `T0,T1` (µs) for `--query-window-us`.
-pub fn parse_window(s: &str) -> Result<(u64, u64), String> {
-    let (a, b) = s
-        .split_once(',')
-        .ok_or_else(|| format!("expected T0,T1 in µs, got {s:?}"))?;
-    let p = |x: &str| {
-        x.trim()
-            .parse::<u64>()
-            .map_err(|e| format!("{x:?} is not a µs count: {e}"))
-    };
-    let (t0, t1) = (p(a)?, p(b)?);
-    if t0 > t1 {
-        return Err(format!("T0 {t0} is after T1 {t1}"));
-    }
-    Ok((t0, t1))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn window_parsing() {
-        assert_eq!(parse_window("3,15"), Ok((3, 15)));
-        assert_eq!(parse_window(" 0 , 0 "), Ok((0, 0)));
-        assert!(parse_window("15,3").is_err());
-        assert!(parse_window("15").is_err());
-        assert!(parse_window("a,3").is_err());
-    }
 
     #[test]
     fn flags_parse_and_name_allowed_values() {

@@ -13,6 +13,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use telemetry::raw::SourceKey;
 use telemetry::Record;
 
 /// A record and the time it will be stored at.
@@ -66,7 +67,7 @@ impl SourceRuns {
 pub struct Reorder {
     window_us: u64,
     newest: u64,
-    sources: HashMap<u64, SourceRuns>,
+    sources: HashMap<SourceKey, SourceRuns>,
     held: usize,
 }
 
@@ -84,7 +85,10 @@ impl Reorder {
     /// Takes one record to be stored at `ts`.
     pub fn add(&mut self, ts: u64, r: Record) {
         self.newest = self.newest.max(ts);
-        self.sources.entry(r.source_id()).or_default().add(ts, r);
+        self.sources
+            .entry(SourceKey::of_record(&r))
+            .or_default()
+            .add(ts, r);
         self.held += 1;
     }
 
