@@ -69,6 +69,19 @@ pub fn encode_frame_payload(
     payload: &[u8],
     out: &mut Vec<u8>,
 ) -> Result<(), WireError> {
+    encode_frame_payload_with(record_count, arrival_us, payload, out, |_| {})
+}
+
+/// Like [`encode_frame_payload`], but `edit` may change the copied payload
+/// in place before the checksum is computed (e.g. shift event times with
+/// [`crate::raw::shift_event_time`]); it must keep the records' layout.
+pub fn encode_frame_payload_with(
+    record_count: u32,
+    arrival_us: u64,
+    payload: &[u8],
+    out: &mut Vec<u8>,
+    edit: impl FnOnce(&mut [u8]),
+) -> Result<(), WireError> {
     let payload_len = u32::try_from(payload.len()).map_err(|_| WireError::PayloadTooLarge {
         len: payload.len() as u64,
         max: u64::from(u32::MAX),
@@ -76,6 +89,7 @@ pub fn encode_frame_payload(
     let start = out.len();
     put_header(out, record_count, payload_len, arrival_us);
     out.extend_from_slice(payload);
+    edit(&mut out[start + FRAME_HEADER_LEN..]);
     seal_frame(out, start);
     Ok(())
 }
