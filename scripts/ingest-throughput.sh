@@ -2,7 +2,8 @@
 # End-to-end ingest throughput of loom-app: CONNECTIONS `tcp-replay --no-wait`
 # senders loop RECORDING for DURATION seconds into one fresh loom-app; with
 # QUERY_EVERY_S > 0 an InfluxQL query is sent to loom-app's HTTP API that often
-# (curl, one at a time) while ingest runs.
+# (curl, one at a time) while ingest runs: by default the P1 statement over
+# [now - 80 s, now - 5 s], which covers the run's data (INGEST_QUERY overrides it).
 #
 # Usage: scripts/ingest-throughput.sh BIN RECORDING CONNECTIONS DURATION [QUERY_EVERY_S] [PORT]
 #   BIN: directory holding loom-app and tcp-replay (e.g. target/release)
@@ -22,7 +23,7 @@ DUR=${4:-20}
 QEVERY=${5:-0}
 PORT=${6:-17878}
 HTTP_PORT=$((PORT + 1))
-STATEMENT=${INGEST_QUERY:-"SELECT max(duration_us), percentile(duration_us, 99.99) FROM kv WHERE op = 'read' AND time >= now() - 80s AND time <= now() - 20s"}
+STATEMENT=${INGEST_QUERY:-"SELECT max(duration_us), percentile(duration_us, 99.99) FROM kv WHERE op = 'read' AND time >= now() - 80s AND time <= now() - 5s"}
 APP_FLAGS=${INGEST_APP_FLAGS:-}
 
 for b in loom-app tcp-replay; do

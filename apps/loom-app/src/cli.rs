@@ -75,7 +75,8 @@ pub struct Cli {
     /// Also print `ANSWER ...` lines for scripts and tests.
     #[arg(long)]
     pub machine_output: bool,
-    /// Batches the ingest queue holds before receivers drop.
+    /// Messages the ingest queue holds before receivers drop (a message is the frames that
+    /// arrived together on one connection, up to 256 KiB).
     #[arg(long, default_value_t = 4096)]
     pub queue_capacity: usize,
     /// Largest accepted frame payload in bytes.

@@ -139,6 +139,27 @@ pub struct Ingest {
 }
 
 impl Ingest {
+    /// Ingest state around `writer`.
+    pub fn new(writer: Writer, counters: Arc<Counters>, cfg: IngestConfig) -> Self {
+        let reorder_us = match cfg.timestamps {
+            TimestampMode::Event => cfg.reorder_window_us,
+            TimestampMode::Arrival => 0,
+        };
+        Ingest {
+            writer,
+            counters,
+            cfg,
+            sources: SourceTable::default(),
+            buf: Vec::with_capacity(64),
+            offset: None,
+            first_stored: None,
+            errors: 0,
+            health: StorageHealth::default(),
+            reorder: (reorder_us > 0).then(|| Reorder::new(reorder_us)),
+            ready: Vec::new(),
+        }
+    }
+
     /// Declares source `id` with `schema`; its slot, or `None` (counted,
     /// logged) when the engine refuses it.
     #[cold]
@@ -167,7 +188,10 @@ impl Ingest {
         match self.sources.lookup(key) {
             Some(i) => Some(i),
             None => match self.sources.lookup_id(key.id()) {
-                Some(i) => Some(i),
+                Some(i) => {
+                    self.sources.bind(key, i);
+                    Some(i)
+                }
                 None => self.declare(key.id(), Some(key), schema_of(&key.series())),
             },
         }
@@ -357,23 +381,7 @@ pub fn run(
     shutdown: Arc<AtomicBool>,
     cfg: IngestConfig,
 ) -> (Writer, IngestEnd) {
-    let cfg_reorder_us = match cfg.timestamps {
-        TimestampMode::Event => cfg.reorder_window_us,
-        TimestampMode::Arrival => 0,
-    };
-    let mut ing = Ingest {
-        writer,
-        counters: Arc::clone(&counters),
-        cfg,
-        sources: SourceTable::default(),
-        buf: Vec::with_capacity(64),
-        offset: None,
-        first_stored: None,
-        errors: 0,
-        health: StorageHealth::default(),
-        reorder: (cfg_reorder_us > 0).then(|| Reorder::new(cfg_reorder_us)),
-        ready: Vec::new(),
-    };
+    let mut ing = Ingest::new(writer, Arc::clone(&counters), cfg);
     let mut ended = 0u64;
     let mut last_batch = Instant::now();
     let mut last_sync = Instant::now();
@@ -455,6 +463,59 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn config() -> IngestConfig {
+        IngestConfig {
+            timestamps: TimestampMode::Arrival,
+            event_offset_us: None,
+            resume_after_us: 0,
+            sync_interval: Duration::from_millis(5),
+            persist_interval: Duration::from_secs(1),
+            stop_after_connections: None,
+            reorder_window_us: 0,
+            stop_after_data_us: None,
+        }
+    }
+
+    /// Records appended by id (the path of non-telemetry ingest) and pushed
+    /// from wire-form frames land in their sources, the same source for the
+    /// same id whichever path declared it; an older time is raised and counted.
+    #[test]
+    fn appended_and_framed_records_share_sources() {
+        let dir = tempfile::tempdir().unwrap();
+        let (writer, reader) = loom::open(dir.path(), loom::Config::default()).unwrap();
+        let counters = Arc::new(Counters::default());
+        let mut ing = Ingest::new(writer, counters.clone(), config());
+        let read = SourceKey::Kv(false);
+        let schema = || schema_of(&read.series());
+        let mut t = Tally::default();
+        let mut body = Vec::new();
+        telemetry::Record::KvOp(telemetry::KvOp {
+            thread_id: 1,
+            op: telemetry::KvOpKind::Read,
+            start_us: 5,
+            duration_us: 9,
+        })
+        .encode_into(&mut body);
+        ing.append(read.id(), schema, 100, &body, &mut t);
+        ing.append(read.id(), schema, 90, &body, &mut t);
+        ing.account(t);
+        let mut payload = vec![telemetry::Kind::KvOp as u8];
+        payload.extend_from_slice(&body);
+        ing.frames(&Frames {
+            arrival_us: 200,
+            payload,
+            frames: 1,
+            records: 1,
+        });
+        ing.writer.sync();
+        let snap = reader.snapshot();
+        assert_eq!(snap.sources(), vec![SourceId(read.id())]);
+        assert_eq!(snap.retained_count(SourceId(read.id())), 3);
+        assert_eq!(snap.time_span(SourceId(read.id())), Some((100, 200)));
+        assert_eq!(Counters::get(&counters.records_ingested), 3);
+        assert_eq!(Counters::get(&counters.records_clamped), 1);
+    }
 
     #[test]
     fn event_offset_lands_at_now_or_after_the_store() {

@@ -71,18 +71,26 @@ impl<T> SourceTable<T> {
                 i
             }
         };
+        if let Some(key) = key {
+            self.bind(key, i as usize);
+        }
+        i as usize
+    }
+
+    /// Makes `key` find the source in `slot` without hashing (for a source
+    /// first declared by id).
+    pub fn bind(&mut self, key: SourceKey, slot: usize) {
+        let i = slot as u32;
         match key {
-            Some(SourceKey::Kv(write)) => self.kv[usize::from(write)] = i,
-            Some(SourceKey::Syscall(nr)) => {
+            SourceKey::Kv(write) => self.kv[usize::from(write)] = i,
+            SourceKey::Syscall(nr) => {
                 if let Some(s) = self.syscall.get_mut(nr as usize) {
                     *s = i;
                 }
             }
-            Some(SourceKey::PageCache) => self.page_cache = i,
-            Some(SourceKey::Packet) => self.packet = i,
-            None => {}
+            SourceKey::PageCache => self.page_cache = i,
+            SourceKey::Packet => self.packet = i,
         }
-        i as usize
     }
 
     /// The source in `slot` (a slot this table returned).
@@ -124,6 +132,14 @@ mod tests {
             assert_eq!(t.lookup(k), dense.then_some(slot), "{k:?}");
             assert_eq!(t.get_mut(slot).copied(), Some(n as u32));
         }
+        // A source declared by id alone is found by key once bound.
+        let mut t = SourceTable::<u32>::default();
+        let slot = t.insert(SourceKey::PageCache.id(), None, 7);
+        assert_eq!(t.lookup(SourceKey::PageCache), None);
+        t.bind(SourceKey::PageCache, slot);
+        assert_eq!(t.lookup(SourceKey::PageCache), Some(slot));
+        let mut t = SourceTable::<u32>::default();
+        let slots: Vec<usize> = keys.iter().map(|&k| t.insert(k.id(), Some(k), 0)).collect();
         // Inserting a known id again keeps its slot.
         assert_eq!(t.insert(keys[2].id(), Some(keys[2]), 99), slots[2]);
     }
