@@ -65,7 +65,7 @@ if [ "$QEVERY" != 0 ]; then
         t1=$(date +%s%N)
         echo $(((t1 - t0) / 1000000)) >>"$out/query.ms"
         queries=$((queries + 1))
-        left=$(echo "$QEVERY - ($t1 - $t0) / 1e9" | bc -l)
+        left=$(echo "$QEVERY - ($t1 - $t0) / 1000000000" | bc -l)
         if [ "$(echo "$left > 0" | bc -l)" = 1 ]; then sleep "$left"; fi
     done
 fi
