@@ -7,6 +7,8 @@
 #
 # Usage: scripts/ingest-throughput.sh BIN RECORDING CONNECTIONS DURATION [QUERY_EVERY_S] [PORT]
 #   BIN: directory holding loom-app and tcp-replay (e.g. target/release)
+#   INGEST_SPEED=X: each sender paces at X times the recorded rate instead of
+#   --no-wait (a fixed offered rate, to check that it is taken with zero drops)
 #
 # Prints the processes' own summaries, then one result line:
 #   RESULT connections=C sent=S received=R dropped=D ingested=I wall_s=W
@@ -24,7 +26,10 @@ QEVERY=${5:-0}
 PORT=${6:-17878}
 HTTP_PORT=$((PORT + 1))
 STATEMENT=${INGEST_QUERY:-"SELECT max(duration_us), percentile(duration_us, 99.99) FROM kv WHERE op = 'read' AND time >= now() - 80s AND time <= now() - 5s"}
-APP_FLAGS=${INGEST_APP_FLAGS:-}
+# A 20 s run at 20 M records/s writes about 11 GB: retention keeps the store
+# (and the disk it shares with other work) bounded; dropping whole old
+# segments is part of what a long-running endpoint does anyway.
+APP_FLAGS=${INGEST_APP_FLAGS:---retention-bytes 3000000000}
 
 for b in loom-app tcp-replay; do
     [ -x "$BIN/$b" ] || { echo "missing $BIN/$b: cargo build --release -p loom-app -p replay" >&2; exit 1; }
@@ -32,6 +37,8 @@ done
 [ -f "$REC" ] || { echo "missing recording $REC: make gen-rocksdb-p2 (synthetic) or record-rocksdb-p2" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "missing /usr/bin/time: apt-get install time" >&2; exit 1; }
 
+PACE=--no-wait
+if [ -n "${INGEST_SPEED:-}" ]; then PACE="--speed $INGEST_SPEED"; fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 store=${TMP_DATA_DIR:-tmp-data}/ingest-throughput
@@ -49,7 +56,7 @@ sleep 1
 pids=()
 for i in $(seq 1 "$CONNS"); do
     /usr/bin/time -f "CPU tcp-replay %U %S" -o "$out/replay$i.time" \
-        "$BIN/tcp-replay" --file-path "$REC" --addr "127.0.0.1:$PORT" --no-wait --duration-s "$DUR" \
+        "$BIN/tcp-replay" --file-path "$REC" --addr "127.0.0.1:$PORT" $PACE --duration-s "$DUR" \
         >"$out/replay$i.log" 2>&1 &
     pids+=($!)
 done
@@ -89,6 +96,6 @@ rate=$(echo "($received - $dropped) / $wall" | bc -l)
 if [ -z "$bytes" ]; then mbps=NA; else mbps=$(printf %.1f "$(echo "$bytes * ($received - $dropped) / $sent / $wall / 1000000" | bc -l)"); fi
 qmed=NA
 if [ "$queries" -gt 0 ]; then qmed=$(sort -n "$out/query.ms" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'); fi
-printf 'RESULT connections=%s sent=%s received=%s dropped=%s ingested=%s wall_s=%s records_per_s=%.0f mb_per_s=%s app_cpu_s=%s replay_cpu_s=%s queries=%s query_ms_median=%s load=%s\n' \
-    "$CONNS" "$sent" "$received" "$dropped" "$ingested" "$wall" "$rate" "$mbps" "$app_cpu" "$replay_cpu" "$queries" "$qmed" "$load"
+printf 'RESULT pace=%s connections=%s sent=%s received=%s dropped=%s ingested=%s wall_s=%s records_per_s=%.0f mb_per_s=%s app_cpu_s=%s replay_cpu_s=%s queries=%s query_ms_median=%s load=%s\n' \
+    "${INGEST_SPEED:-no-wait}" "$CONNS" "$sent" "$received" "$dropped" "$ingested" "$wall" "$rate" "$mbps" "$app_cpu" "$replay_cpu" "$queries" "$qmed" "$load"
 rm -rf "$store"

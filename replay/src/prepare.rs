@@ -7,13 +7,15 @@
 //! for loops after the first and computing each frame's checksum. The
 //! sending thread only waits for a chunk's due time and writes it.
 //!
-//! Framing: paced replays send one frame per recorded batch (the receiver
-//! sees the recorded batches at their recorded times). `--no-wait` replays
-//! merge consecutive batches into frames of up to [`Framing::frame_records`]
-//! records and several frames into one write of up to
-//! [`Framing::chunk_bytes`], so the sender pays a system call per
-//! megabyte instead of per batch; a frame then carries the arrival time of
-//! its first batch.
+//! Framing: consecutive batches are merged into frames of up to
+//! [`Framing::frame_records`] records; a frame carries the arrival time of
+//! its first batch. `--no-wait` replays merge freely and put several frames
+//! into one write of up to [`Framing::chunk_bytes`], so the sender pays a
+//! system call per megabyte instead of per batch. Paced replays merge only
+//! batches due within [`PACED_HORIZON`] of a frame's first batch (so no
+//! record leaves more than that before its recorded time; at the recorded
+//! pace of a P2 recording that is about one batch) and write each frame when
+//! it is due.
 
 use std::path::Path;
 
@@ -106,11 +108,16 @@ impl Prepared {
     }
 }
 
+/// Wall time within which a paced replay merges due batches into one frame.
+pub const PACED_HORIZON: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// How batches become frames and writes.
 #[derive(Debug, Clone, Copy)]
 pub struct Framing {
-    /// Merge consecutive batches (`--no-wait`); false sends one frame per batch.
-    pub merge: bool,
+    /// Paced: merge only batches whose recorded arrival is at most this many
+    /// µs after the frame's first batch, one frame per write. `None`
+    /// (`--no-wait`): merge freely, several frames per write.
+    pub horizon_us: Option<u64>,
     /// Most records in a merged frame.
     pub frame_records: u32,
     /// A chunk is closed once it holds this many bytes.
@@ -118,12 +125,12 @@ pub struct Framing {
 }
 
 impl Framing {
-    /// The framing of a replay: merged for `no_wait`, one frame per batch
-    /// otherwise. Merged frames hold up to 4096 records (≈ 110 KB of P2
-    /// records, 0.2 ms of data at 20 M records/s); writes are up to 1 MiB.
-    pub fn for_replay(no_wait: bool) -> Framing {
+    /// The framing of a replay at `speed` (`None`: `--no-wait`). Frames hold
+    /// up to 4096 records (≈ 110 KB of P2 records, 0.2 ms of data at 20 M
+    /// records/s); `--no-wait` writes are up to 1 MiB.
+    pub fn for_replay(speed: Option<f64>) -> Framing {
         Framing {
-            merge: no_wait,
+            horizon_us: speed.map(|s| (PACED_HORIZON.as_micros() as f64 * s) as u64),
             frame_records: 4096,
             chunk_bytes: 1 << 20,
         }
@@ -165,13 +172,15 @@ pub fn produce(
             // Batches [i, j) become one frame.
             let mut j = i + 1;
             let mut records = rec.batches[i].records;
-            if framing.merge {
-                while j < rec.batches.len()
-                    && records + rec.batches[j].records <= framing.frame_records
-                {
-                    records += rec.batches[j].records;
-                    j += 1;
-                }
+            let due_by = framing
+                .horizon_us
+                .map_or(u64::MAX, |h| rec.batches[i].arrival_us.saturating_add(h));
+            while j < rec.batches.len()
+                && records + rec.batches[j].records <= framing.frame_records
+                && rec.batches[j].arrival_us <= due_by
+            {
+                records += rec.batches[j].records;
+                j += 1;
             }
             let first = rec.batches[i];
             let payload = &rec.payload[first.start..rec.batches[j - 1].end];
@@ -197,7 +206,7 @@ pub fn produce(
                 chunk.records += u64::from(records);
             }
             i = j;
-            if !framing.merge || chunk.bytes.len() >= framing.chunk_bytes {
+            if framing.horizon_us.is_some() || chunk.bytes.len() >= framing.chunk_bytes {
                 let full = std::mem::replace(&mut chunk, new_chunk(recycled, pass));
                 if tx.send(full).is_err() {
                     return;
@@ -286,9 +295,11 @@ mod tests {
     fn chunks_hold_the_recording_shifted_per_pass() {
         let batches: Vec<Batch> = (0..50).map(|i| batch(1_000 + i * 100, 3 + i % 7)).collect();
         let rec = prepared(&batches);
-        for merge in [false, true] {
+        // Batches arrive 100 µs apart: a 250 µs horizon merges up to 3.
+        for horizon_us in [Some(0), Some(250), None] {
+            let merge = horizon_us != Some(0);
             let framing = Framing {
-                merge,
+                horizon_us,
                 frame_records: 20,
                 chunk_bytes: 600,
             };
@@ -305,12 +316,25 @@ mod tests {
                     if frames == 0 {
                         assert_eq!(b.arrival_us, c.arrival_us);
                     }
+                    if horizon_us == Some(250) {
+                        // Whole batches of up to 3 consecutive arrivals.
+                        let n = batches
+                            .iter()
+                            .position(|x| x.arrival_us + c.pass * rec.period() == b.arrival_us)
+                            .unwrap();
+                        let within: usize = batches[n..]
+                            .iter()
+                            .take_while(|x| x.arrival_us <= batches[n].arrival_us + 250)
+                            .map(|x| x.records.len())
+                            .sum();
+                        assert!(b.records.len() <= within);
+                    }
                     frames += 1;
                     got[c.pass as usize].extend(b.records);
                 }
                 assert_eq!(frames, c.frames);
-                if !merge {
-                    assert_eq!(frames, 1, "paced: one frame per batch");
+                if horizon_us.is_some() {
+                    assert_eq!(frames, 1, "paced: one frame per write");
                 }
             }
             for (pass, recs) in got.iter().enumerate() {
@@ -319,7 +343,7 @@ mod tests {
                     .iter()
                     .flat_map(|b| b.records.iter().map(|r| r.shifted(shift)))
                     .collect();
-                assert_eq!(recs, &want, "pass {pass} merge {merge}");
+                assert_eq!(recs, &want, "pass {pass} horizon {horizon_us:?}");
             }
         }
     }

@@ -5,9 +5,9 @@
 //! where `period` is the recording's span (covering both arrival and event
 //! timestamps, plus one batch interval). Each loop shifts arrival and event
 //! timestamps forward by `period`, so per-source timestamps keep increasing.
-//! With `no_wait` batches are sent as fast as the socket takes them,
-//! merged into larger frames (see [`crate::prepare`]); *batches* then count
-//! frames sent.
+//! With `no_wait` batches are sent as fast as the socket takes them. Either
+//! way consecutive batches are merged into larger frames (paced: only those
+//! due within 1 ms; see [`crate::prepare`]); *batches* count frames sent.
 //!
 //! *Behind* is how far the sender is behind schedule, in milliseconds: the
 //! delay between a batch's due time and when it was handed to the socket
@@ -197,7 +197,7 @@ pub fn run(
     } else {
         Some(1)
     };
-    let framing = Framing::for_replay(cfg.no_wait);
+    let framing = Framing::for_replay((!cfg.no_wait).then_some(cfg.speed));
     let (tx, chunks) = crossbeam_channel::bounded::<Chunk>(CHUNKS_AHEAD);
     let (give_back, recycled) = crossbeam_channel::bounded::<Vec<u8>>(CHUNKS_AHEAD + 2);
     let _ = stream.set_nodelay(true);

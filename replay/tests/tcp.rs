@@ -154,11 +154,31 @@ fn no_wait_merges_batches_into_larger_frames_and_paced_keeps_them() {
         .collect();
     let want: Vec<_> = recorded.iter().flat_map(|b| b.records.clone()).collect();
 
-    // Paced (fast, to keep the test short): one frame per recorded batch,
-    // with its recorded arrival time.
+    // Paced (fast, to keep the test short): frames of whole recorded
+    // batches due within 1 ms of wall time of the frame's first (50 ms of
+    // recorded time at speed 50), with the first one's arrival time.
     let (paced, summary) = send_once(&file, false, 50.0);
-    assert_eq!(paced, recorded);
-    assert_eq!(summary.batches, recorded.len() as u64);
+    let got: Vec<_> = paced.iter().flat_map(|b| b.records.clone()).collect();
+    assert_eq!(got, want);
+    assert_eq!(summary.batches, paced.len() as u64);
+    for f in &paced {
+        let first = recorded
+            .iter()
+            .position(|r| r.arrival_us == f.arrival_us)
+            .expect("a frame starts at a recorded batch");
+        let within: usize = recorded[first..]
+            .iter()
+            .take_while(|r| r.arrival_us <= f.arrival_us + 50_000)
+            .map(|r| r.records.len())
+            .sum();
+        assert!(f.records.len() <= within, "a frame reaches past 1 ms");
+    }
+    // At the recorded pace, batches 1 ms or more apart stay apart.
+    assert!(
+        paced.len() * 2 > recorded.len() / 50,
+        "{} frames",
+        paced.len()
+    );
 
     // No wait: the same records in fewer, larger frames, each at most 4096
     // records and carrying its first batch's arrival time.
