@@ -21,6 +21,6 @@ pub mod query;
 pub mod result;
 
 pub use error::{Error, Result};
-pub use exec::Limits;
-pub use query::{now_ns, run};
+pub use exec::{Access, Limits};
+pub use query::{now_ns, run, run_with};
 pub use result::{Cell, SeriesResult, StatementResult};

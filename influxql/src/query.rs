@@ -5,7 +5,7 @@
 use loom::Snapshot;
 
 use crate::error::{Error, Result};
-use crate::exec::{self, Limits};
+use crate::exec::{self, Access, Limits};
 use crate::parse::parse_statements;
 use crate::plan::{self, Catalog};
 use crate::result::StatementResult;
@@ -18,6 +18,18 @@ pub fn run(
     text: &str,
     now_ns: i128,
     limits: &Limits,
+) -> Result<Vec<Result<StatementResult>>> {
+    run_with(snap, text, now_ns, limits, &mut Access::default())
+}
+
+/// [`run`] through `access`: the index mode statements may use, and the
+/// chunks they read.
+pub fn run_with(
+    snap: &Snapshot,
+    text: &str,
+    now_ns: i128,
+    limits: &Limits,
+    access: &mut Access,
 ) -> Result<Vec<Result<StatementResult>>> {
     let statements = parse_statements(text)?;
     let catalog = Catalog::of(snap);
@@ -33,7 +45,7 @@ pub fn run(
     }
     Ok(plans
         .into_iter()
-        .map(|p| p.and_then(|p| exec::execute(snap, &catalog, &p, limits)))
+        .map(|p| p.and_then(|p| exec::execute(snap, &catalog, &p, limits, access)))
         .collect())
 }
 

@@ -1,68 +1,20 @@
-//! The workload questions as InfluxQL statements of the shared data model,
-//! asked of influxd, answered in loom-app's output shapes.
+//! The named questions (the `questions` crate's statements) asked of
+//! influxd, answered in loom-app's output shapes.
 //!
 //! Windows are `[t0, t1]` in µs since the Unix epoch, inclusive; a point of
-//! µs `t` is stored at `t·1000 + k` ns (see [`crate::points`]), so the ns
-//! predicate is `time >= t0·1000 AND time <= t1·1000 + 999`.
+//! µs `t` is stored at `t·1000 + k` ns (see [`crate::points`]), which the
+//! statements' ns bounds `time >= t0·1000 AND time <= t1·1000 + 999` select.
 
 use std::time::{Duration, Instant};
+
+pub use questions::Query;
+use questions::{ABLATION_ABOVE_US, KV_READS, SENDTO};
 
 use crate::client::{value_u64, Client, Table};
 use crate::error::{Error, Result};
 
-/// Which questions to ask (the names loom-app accepts, plus the Valkey ones).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Query {
-    /// Max and p99.99 KV read latency.
-    RocksdbP1,
-    /// Max and p99.99 `pread64` latency.
-    RocksdbP2,
-    /// Count of page-cache events.
-    RocksdbP3,
-    /// KV reads slower than the window's p99.99 of KV reads.
-    ValkeyP1,
-    /// valkey-p1, plus `sendto` calls slower than their p99.99.
-    ValkeyP2,
-    /// The slowest KV read, then the packets within ±5 s of it.
-    ValkeyP3,
-    /// Count of KV reads slower than 80 µs (InfluxDB has one plan for all
-    /// four ablation names: its own TSM index).
-    AblationNoindex,
-    /// Same statement as ablation-noindex.
-    AblationOnlytime,
-    /// Same statement as ablation-noindex.
-    AblationOnlyrange,
-    /// Same statement as ablation-noindex.
-    AblationTimerange,
-    /// Write only; no queries.
-    ProbeEffect,
-}
-
-/// Percentile asked by the phase questions (InfluxQL takes percent).
-pub const PERCENT: f64 = 99.99;
-/// "Slow" for the ablation count: latency > 80 µs.
-pub const ABLATION_ABOVE_US: u64 = 80;
 /// Half width of valkey-p3's packet window around the slowest read, ns.
 pub const AROUND_NS: u64 = 5_000_000_000;
-
-impl Query {
-    /// The name used on the command line and in output.
-    pub fn name(self) -> &'static str {
-        match self {
-            Query::RocksdbP1 => "rocksdb-p1",
-            Query::RocksdbP2 => "rocksdb-p2",
-            Query::RocksdbP3 => "rocksdb-p3",
-            Query::ValkeyP1 => "valkey-p1",
-            Query::ValkeyP2 => "valkey-p2",
-            Query::ValkeyP3 => "valkey-p3",
-            Query::AblationNoindex => "ablation-noindex",
-            Query::AblationOnlytime => "ablation-onlytime",
-            Query::AblationOnlyrange => "ablation-onlyrange",
-            Query::AblationTimerange => "ablation-timerange",
-            Query::ProbeEffect => "probe-effect",
-        }
-    }
-}
 
 /// One answer: a line for people, `key=value` fields for the `ANSWER` line,
 /// the statements sent and the wall time of all round trips.
@@ -76,52 +28,6 @@ pub struct Answer {
     pub statements: Vec<String>,
     /// Wall time of the round trips to influxd.
     pub latency: Duration,
-}
-
-/// The ns time predicate of the µs window `[t0, t1]`.
-pub fn time_range(t0_us: u64, t1_us: u64) -> String {
-    format!(
-        "time >= {} AND time <= {}",
-        t0_us.saturating_mul(1000),
-        t1_us.saturating_mul(1000).saturating_add(999)
-    )
-}
-
-/// The latency statement of P1/P2: count, max and p99.99 of `duration_us`
-/// of one series (`from` = `kv WHERE op = 'read'`). `count` is the data
-/// model's P1 plus the record count loom-app also prints.
-pub fn latency_statement(from_where: &str, t0: u64, t1: u64) -> String {
-    format!(
-        "SELECT count(duration_us), max(duration_us), percentile(duration_us, {PERCENT}) FROM {from_where} AND {}",
-        time_range(t0, t1)
-    )
-}
-
-const KV_READS: &str = "kv WHERE op = 'read'";
-// `name` is an InfluxQL keyword: the tag must be written as a quoted
-// identifier (`WHERE name = ...` is a parse error in influxd 1.6).
-const PREAD64: &str = "syscall WHERE \"name\" = 'pread64'";
-const SENDTO: &str = "syscall WHERE \"name\" = 'sendto'";
-
-/// The single statement of a one-statement question, `None` for the
-/// multi-step Valkey questions and probe-effect.
-pub fn statement(q: Query, t0: u64, t1: u64) -> Option<String> {
-    Some(match q {
-        Query::RocksdbP1 => latency_statement(KV_READS, t0, t1),
-        Query::RocksdbP2 => latency_statement(PREAD64, t0, t1),
-        Query::RocksdbP3 => format!(
-            "SELECT count(pfn) FROM pagecache WHERE {}",
-            time_range(t0, t1)
-        ),
-        Query::AblationNoindex
-        | Query::AblationOnlytime
-        | Query::AblationOnlyrange
-        | Query::AblationTimerange => format!(
-            "SELECT count(duration_us) FROM {KV_READS} AND duration_us > {ABLATION_ABOVE_US} AND {}",
-            time_range(t0, t1)
-        ),
-        Query::ValkeyP1 | Query::ValkeyP2 | Query::ValkeyP3 | Query::ProbeEffect => return None,
-    })
 }
 
 fn opt(v: Option<u64>) -> String {
@@ -154,18 +60,13 @@ impl Asker<'_> {
         t0: u64,
         t1: u64,
     ) -> Result<(Option<u64>, u64)> {
-        let range = time_range(t0, t1);
         let p = self
-            .one(format!(
-                "SELECT percentile(duration_us, {PERCENT}) FROM {from_where} AND {range}"
-            ))
+            .one(questions::percentile(from_where, t0, t1))
             .await?
             .first_u64("percentile");
         let Some(p) = p else { return Ok((None, 0)) };
         let n = self
-            .one(format!(
-                "SELECT count(duration_us) FROM {from_where} AND duration_us > {p} AND {range}"
-            ))
+            .one(questions::count_above(from_where, p, t0, t1))
             .await?
             .first_u64("count")
             .unwrap_or(0);
@@ -207,25 +108,33 @@ async fn answer(a: &mut Asker<'_>, q: Query, t0: u64, t1: u64) -> Result<(String
     };
     match q {
         Query::RocksdbP1 | Query::RocksdbP2 => {
-            let what = if q == Query::RocksdbP1 {
-                "KV read"
+            let (what, from) = if q == Query::RocksdbP1 {
+                ("KV read", KV_READS)
             } else {
-                "pread64"
+                ("pread64", questions::PREAD64)
             };
-            let s = statement(q, t0, t1).unwrap_or_default();
-            Ok(latency(&a.one(s).await?, what))
+            Ok(latency(
+                &a.one(questions::latency(from, t0, t1)).await?,
+                what,
+            ))
         }
         Query::RocksdbP3 => {
-            let s = statement(q, t0, t1).unwrap_or_default();
-            let n = a.one(s).await?.first_u64("count").unwrap_or(0);
+            let n = a
+                .one(questions::page_cache_count(t0, t1))
+                .await?
+                .first_u64("count")
+                .unwrap_or(0);
             Ok((format!("page-cache events: {n}"), format!("count={n}")))
         }
         Query::AblationNoindex
         | Query::AblationOnlytime
         | Query::AblationOnlyrange
         | Query::AblationTimerange => {
-            let s = statement(q, t0, t1).unwrap_or_default();
-            let n = a.one(s).await?.first_u64("count").unwrap_or(0);
+            let n = a
+                .one(questions::ablation_count(t0, t1))
+                .await?
+                .first_u64("count")
+                .unwrap_or(0);
             Ok((
                 format!("KV reads slower than {ABLATION_ABOVE_US} µs: {n}"),
                 format!("count={n}"),
@@ -247,12 +156,7 @@ async fn answer(a: &mut Asker<'_>, q: Query, t0: u64, t1: u64) -> Result<(String
         }
         Query::ValkeyP3 => {
             // max() alone is a selector: its row's time is the slowest read's.
-            let t = a
-                .one(format!(
-                    "SELECT max(duration_us) FROM {KV_READS} AND {}",
-                    time_range(t0, t1)
-                ))
-                .await?;
+            let t = a.one(questions::slowest(KV_READS, t0, t1)).await?;
             let (Some(max), Some(at_ns)) =
                 (t.first_u64("max"), t.get(0, "time").and_then(value_u64))
             else {
@@ -293,26 +197,6 @@ pub fn influx_percentile_index(n: usize, percent: f64) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn statements_use_the_data_model() {
-        assert_eq!(
-            statement(Query::RocksdbP1, 1, 2).unwrap(),
-            "SELECT count(duration_us), max(duration_us), percentile(duration_us, 99.99) FROM kv WHERE op = 'read' AND time >= 1000 AND time <= 2999"
-        );
-        assert!(statement(Query::RocksdbP2, 0, 0)
-            .unwrap()
-            .contains("FROM syscall WHERE \"name\" = 'pread64' AND"));
-        assert_eq!(
-            statement(Query::RocksdbP3, 5, 5).unwrap(),
-            "SELECT count(pfn) FROM pagecache WHERE time >= 5000 AND time <= 5999"
-        );
-        assert_eq!(
-            statement(Query::AblationTimerange, 0, 1).unwrap(),
-            "SELECT count(duration_us) FROM kv WHERE op = 'read' AND duration_us > 80 AND time >= 0 AND time <= 1999"
-        );
-        assert!(statement(Query::ProbeEffect, 0, 1).is_none());
-    }
 
     #[test]
     fn influx_percentile_rule() {

@@ -112,13 +112,13 @@ fn main() -> anyhow::Result<()> {
         .query
         .iter()
         .copied()
-        .filter(|q| q.ablation_mode().is_some())
+        .filter(|q| q.is_ablation())
         .collect();
     let periodic: Vec<Query> = cli
         .query
         .iter()
         .copied()
-        .filter(|q| q.ablation_mode().is_none() && *q != Query::ProbeEffect)
+        .filter(|q| !q.is_ablation() && *q != Query::ProbeEffect)
         .collect();
     let lookback_us = cli.ablation_lookback * 1_000_000;
     let stop_after_data_us = (!ablation.is_empty() && !cli.query_at_end)

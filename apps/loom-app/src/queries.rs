@@ -1,69 +1,27 @@
-//! The workload questions asked of the store.
+//! The named questions, asked as InfluxQL statements (the `questions`
+//! crate) through the same parse → plan → execute path as the HTTP
+//! endpoint, on one snapshot per question so its statements agree while
+//! ingest continues.
 
+mod asker;
 mod valkey;
 
 use std::time::{Duration, Instant};
 
-use loom::{IndexMode, Reader, SourceId};
-use telemetry::{source, KvOpKind, Syscall};
+use loom::{IndexMode, Reader};
+pub use questions::Query;
+use questions::{KV_READS, PREAD64};
 
-/// Which questions to ask.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Query {
-    /// Max and p99.99 KV read latency.
-    RocksdbP1,
-    /// Max and p99.99 `pread64` latency.
-    RocksdbP2,
-    /// Count of page-cache events.
-    RocksdbP3,
-    /// KV reads slower than their p99.99.
-    ValkeyP1,
-    /// P1 plus `sendto` (and `write`) calls slower than their p99.99.
-    ValkeyP2,
-    /// The slowest KV read and the packets within ±5 s of it.
-    ValkeyP3,
-    /// Count of KV reads slower than 80 µs, no index.
-    AblationNoindex,
-    /// Same, time index only.
-    AblationOnlytime,
-    /// Same, range index only.
-    AblationOnlyrange,
-    /// Same, time and range index.
-    AblationTimerange,
-    /// Ingest and index only; no queries.
-    ProbeEffect,
-}
+use asker::Asker;
 
-/// Lower bound of "slow" for the ablation count: latency > 80 µs.
-pub const ABLATION_MIN_US: u64 = 81;
-
-impl Query {
-    /// The name used on the command line and in output.
-    pub fn name(self) -> &'static str {
-        match self {
-            Query::RocksdbP1 => "rocksdb-p1",
-            Query::RocksdbP2 => "rocksdb-p2",
-            Query::RocksdbP3 => "rocksdb-p3",
-            Query::ValkeyP1 => "valkey-p1",
-            Query::ValkeyP2 => "valkey-p2",
-            Query::ValkeyP3 => "valkey-p3",
-            Query::AblationNoindex => "ablation-noindex",
-            Query::AblationOnlytime => "ablation-onlytime",
-            Query::AblationOnlyrange => "ablation-onlyrange",
-            Query::AblationTimerange => "ablation-timerange",
-            Query::ProbeEffect => "probe-effect",
-        }
-    }
-
-    /// The index mode of an ablation query.
-    pub fn ablation_mode(self) -> Option<IndexMode> {
-        match self {
-            Query::AblationNoindex => Some(IndexMode::NoIndex),
-            Query::AblationOnlytime => Some(IndexMode::TimeOnly),
-            Query::AblationOnlyrange => Some(IndexMode::RangeOnly),
-            Query::AblationTimerange => Some(IndexMode::TimeRange),
-            _ => None,
-        }
+/// The index mode an ablation question runs its count through.
+pub fn ablation_mode(q: Query) -> Option<IndexMode> {
+    match q {
+        Query::AblationNoindex => Some(IndexMode::NoIndex),
+        Query::AblationOnlytime => Some(IndexMode::TimeOnly),
+        Query::AblationOnlyrange => Some(IndexMode::RangeOnly),
+        Query::AblationTimerange => Some(IndexMode::TimeRange),
+        _ => None,
     }
 }
 
@@ -74,7 +32,7 @@ pub struct Answer {
     pub text: String,
     /// Machine-readable `key=value` fields.
     pub machine: String,
-    /// Wall time of the query.
+    /// Wall time of the query (every statement, parse to result).
     pub latency: Duration,
 }
 
@@ -82,23 +40,10 @@ fn opt(v: Option<u64>) -> String {
     v.map_or_else(|| "none".to_string(), |v| v.to_string())
 }
 
-fn latency_answer(
-    reader: &Reader,
-    id: u64,
-    what: &str,
-    t0: u64,
-    t1: u64,
-) -> loom::Result<(String, String)> {
-    let agg = match reader.aggregate(SourceId(id), t0, t1) {
-        Err(loom::Error::UnknownSource(_)) => None,
-        other => Some(other?),
-    };
-    let p = match reader.percentile(SourceId(id), t0, t1, 0.9999) {
-        Err(loom::Error::UnknownSource(_)) => None,
-        other => other?,
-    };
-    let count = agg.map_or(0, |a| a.count);
-    let max = agg.and_then(|a| a.max);
+fn latency_answer(a: &mut Asker, from_where: &str, what: &str, t0: u64, t1: u64) -> Parts {
+    let row = a.one(questions::latency(from_where, t0, t1))?;
+    let count = row.u64("count").unwrap_or(0);
+    let (max, p) = (row.u64("max"), row.u64("percentile"));
     Ok((
         format!(
             "{what} latency max: {} µs, p99.99: {} µs ({count} records)",
@@ -109,48 +54,44 @@ fn latency_answer(
     ))
 }
 
+/// (text, machine) parts of an answer.
+type Parts = influxql::Result<(String, String)>;
+
+fn ablation_answer(a: &mut Asker, t0: u64, t1: u64) -> Parts {
+    let n = a
+        .one(questions::ablation_count(t0, t1))?
+        .u64("count")
+        .unwrap_or(0);
+    let chunks = a.chunks_read();
+    Ok((
+        format!(
+            "KV reads slower than {} µs: {n}, chunks read: {chunks}",
+            questions::ABLATION_ABOVE_US
+        ),
+        format!("count={n} chunks_read={chunks}"),
+    ))
+}
+
 /// Runs `q` over `[t0, t1]` (µs, inclusive). `None` for `probe-effect`.
-pub fn run(reader: &Reader, q: Query, t0: u64, t1: u64) -> Option<loom::Result<Answer>> {
+pub fn run(reader: &Reader, q: Query, t0: u64, t1: u64) -> Option<influxql::Result<Answer>> {
     let start = Instant::now();
+    let snap = reader.snapshot();
+    let mut a = Asker::new(&snap, ablation_mode(q).unwrap_or(IndexMode::TimeRange));
     let r = match q {
         Query::ProbeEffect => return None,
-        Query::ValkeyP1 => valkey::p1(&reader.snapshot(), t0, t1),
-        Query::ValkeyP2 => valkey::p2(&reader.snapshot(), t0, t1),
-        Query::ValkeyP3 => valkey::p3(&reader.snapshot(), t0, t1),
-        Query::RocksdbP1 => latency_answer(reader, source::kv(KvOpKind::Read), "KV read", t0, t1),
-        Query::RocksdbP2 => {
-            latency_answer(reader, source::syscall(Syscall::PREAD64), "pread64", t0, t1)
-        }
-        Query::RocksdbP3 => match reader.count(SourceId(source::page_cache()), t0, t1) {
-            Ok(n) => Ok((n, ())),
-            Err(loom::Error::UnknownSource(_)) => Ok((0, ())),
-            Err(e) => Err(e),
-        }
-        .map(|(n, ())| (format!("page-cache events: {n}"), format!("count={n}"))),
-        _ => {
-            let mode = q.ablation_mode()?;
-            match reader.count_matching(
-                SourceId(source::kv(KvOpKind::Read)),
-                t0,
-                t1,
-                ABLATION_MIN_US,
-                u64::MAX,
-                mode,
-            ) {
-                Ok(c) => Ok((
-                    format!(
-                        "KV reads slower than 80 µs: {}, chunks read: {}",
-                        c.count, c.chunks_read
-                    ),
-                    format!("count={} chunks_read={}", c.count, c.chunks_read),
-                )),
-                Err(loom::Error::UnknownSource(_)) => Ok((
-                    "KV reads slower than 80 µs: 0, chunks read: 0".into(),
-                    "count=0 chunks_read=0".into(),
-                )),
-                Err(e) => Err(e),
-            }
-        }
+        Query::RocksdbP1 => latency_answer(&mut a, KV_READS, "KV read", t0, t1),
+        Query::RocksdbP2 => latency_answer(&mut a, PREAD64, "pread64", t0, t1),
+        Query::RocksdbP3 => a
+            .one(questions::page_cache_count(t0, t1))
+            .map(|row| row.u64("count").unwrap_or(0))
+            .map(|n| (format!("page-cache events: {n}"), format!("count={n}"))),
+        Query::ValkeyP1 => valkey::p1(&mut a, t0, t1),
+        Query::ValkeyP2 => valkey::p2(&mut a, t0, t1),
+        Query::ValkeyP3 => valkey::p3(&mut a, t0, t1),
+        Query::AblationNoindex
+        | Query::AblationOnlytime
+        | Query::AblationOnlyrange
+        | Query::AblationTimerange => ablation_answer(&mut a, t0, t1),
     };
     Some(r.map(|(text, machine)| Answer {
         text,

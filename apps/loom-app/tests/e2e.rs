@@ -10,7 +10,6 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use replay::gen::{generate_file, GenConfig, Phase};
-use replay::stats::percentile_nearest_rank;
 use replay::tcp::{connect_with_retry, run, ReplayConfig};
 use telemetry::{KvOpKind, Record, RecordingReader};
 
@@ -66,7 +65,8 @@ fn latency_fields(v: &[u64]) -> (String, String, String) {
     (
         v.len().to_string(),
         show(v.last().copied()),
-        show(percentile_nearest_rank(v, 0.9999)),
+        // The named questions run InfluxQL's percentile(): InfluxDB 1.x's rank.
+        show(influxql::exec::influx_rank(v.len() as u64, 99.99).map(|r| v[r as usize - 1])),
     )
 }
 
@@ -222,6 +222,19 @@ fn replay_into_loom_app_matches_brute_force_and_survives_garbage() {
     ] {
         assert_eq!(answer(q)["count"], truth.slow_reads.to_string(), "{q}");
     }
+    // Each ablation mode reached the records its own way: no index walks
+    // back from the newest chunk, time-only reads the window's chunks, and
+    // time+range only those whose bins hold a slow read.
+    let chunks = |q: &str| -> u64 { answer(q)["chunks_read"].parse().expect("chunks_read") };
+    let (none, time, both) = (
+        chunks("ablation-noindex"),
+        chunks("ablation-onlytime"),
+        chunks("ablation-timerange"),
+    );
+    assert!(
+        none >= time && time >= both && time > 0,
+        "{none} {time} {both}"
+    );
     assert!(all.contains("Query Latency (rocksdb-p1): "));
 }
 

@@ -22,7 +22,6 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use replay::stats::percentile_nearest_rank;
 use replay::tcp::{connect_with_retry, run, ReplayConfig};
 use telemetry::{KvOpKind, Packet, Record};
 use valkey_workload::{Destination, WorkloadConfig};
@@ -59,7 +58,8 @@ fn show(v: Option<u64>) -> String {
 
 /// (count, p99.99, slower than it) of `sorted` latencies.
 fn tail(sorted: &[u64]) -> (String, String, String) {
-    let p = percentile_nearest_rank(sorted, 0.9999);
+    // loom-app asks InfluxQL's percentile(): InfluxDB 1.x's rank rule.
+    let p = influxql::exec::influx_rank(sorted.len() as u64, 99.99).map(|r| sorted[r as usize - 1]);
     let slower = p.map_or(0, |p| sorted.iter().filter(|&&d| d > p).count());
     (sorted.len().to_string(), show(p), slower.to_string())
 }

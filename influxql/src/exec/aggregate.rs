@@ -5,10 +5,14 @@
 use loom::{Snapshot, Value};
 
 use crate::error::Result;
+use crate::exec::access::Access;
 use crate::exec::limits::{Limits, Ticker};
+use crate::exec::mode_unsupported;
+use crate::exec::page::{add_series, page};
 use crate::exec::rank::influx_rank;
 use crate::exec::value::{value_cmp, Sum};
-use crate::plan::{AggregatePlan, Call, Func, Group};
+use crate::parse::CompareOp;
+use crate::plan::{index_range, AggregatePlan, Call, Func, Group, Number};
 use crate::result::{Cell, SeriesResult, StatementResult};
 
 /// One function's value and, for selectors, the selected point's time (µs).
@@ -179,6 +183,52 @@ fn indexed_call(
     }
 }
 
+/// The exact range of indexed values a count-only plan asks for, when every
+/// call is `count()` and every condition is an integer bound on each
+/// series' indexed field: such a bucket is one `count_matching` per series,
+/// which reads only chunks whose bins can hold a match.
+fn counted_range(plan: &AggregatePlan, group: &Group) -> Option<(u64, u64)> {
+    if plan.fields.is_empty() || plan.calls.iter().any(|c| c.func != Func::Count) {
+        return None;
+    }
+    let exact = plan
+        .fields
+        .iter()
+        .all(|p| matches!(p.value, Number::Int(_)) && p.op != CompareOp::Ne);
+    let on_index = group.series.iter().all(|s| {
+        let f = s.index_field();
+        plan.fields.iter().all(|p| f == Some(p.field.name.as_str()))
+    });
+    if !(exact && on_index) {
+        return None;
+    }
+    index_range(&plan.fields, group.series.first()?.index_field())
+}
+
+/// [`bucket`] of a count-only plan over `range` of the indexed field.
+fn counted_bucket(
+    snap: &Snapshot,
+    plan: &AggregatePlan,
+    group: &Group,
+    (t0, t1): (u64, u64),
+    (lo, hi): (u64, u64),
+    access: &mut Access,
+) -> Result<(u64, Vec<Answer>)> {
+    let mut n = 0u64;
+    for s in &group.series {
+        let c = snap.count_matching(s.id, t0, t1, lo, hi, access.mode)?;
+        n += c.count;
+        access.chunks_read += c.chunks_read;
+    }
+    if n == 0 {
+        return Ok((0, Vec::new()));
+    }
+    Ok((
+        n,
+        plan.calls.iter().map(|_| (Cell::UInt(n), None)).collect(),
+    ))
+}
+
 /// Answers every call of `plan` for `group` over `[t0, t1]` µs: the number
 /// of points that matched and each call's value and selected time.
 fn bucket(
@@ -187,8 +237,15 @@ fn bucket(
     group: &Group,
     (t0, t1): (u64, u64),
     limits: &Limits,
+    access: &mut Access,
 ) -> Result<(u64, Vec<Answer>)> {
     limits.check()?;
+    if let Some(range) = counted_range(plan, group) {
+        return counted_bucket(snap, plan, group, (t0, t1), range, access);
+    }
+    if !access.all_indexes() {
+        return Err(mode_unsupported(access));
+    }
     let fast: Vec<bool> = plan.calls.iter().map(|c| indexed(c, group, plan)).collect();
     let mut out: Vec<Option<(Cell, Option<u64>)>> = vec![None; plan.calls.len()];
     let mut points = 0u64;
@@ -196,7 +253,6 @@ fn bucket(
         let mut accs: Vec<Acc> = plan.calls.iter().map(|_| Acc::default()).collect();
         let mut ticker = Ticker::new(limits);
         for s in &group.series {
-            let index_field = s.index_field().map(str::to_string);
             let mut visit = |ts: u64, bytes: &[u8]| {
                 if !ticker.tick() {
                     return;
@@ -217,21 +273,14 @@ fn bucket(
                     }
                 }
             };
-            let range = index_field.as_deref().and_then(|f| {
-                let preds: Vec<_> = plan.fields.iter().filter(|p| p.field.name == f).collect();
-                (!preds.is_empty()).then(|| {
-                    preds.iter().fold((0u64, u64::MAX), |(lo, hi), p| {
-                        let (a, b) = p.unsigned_range();
-                        (lo.max(a), hi.min(b))
-                    })
-                })
-            });
-            match range {
+            match index_range(&plan.fields, s.index_field()) {
                 Some((lo, hi)) => {
-                    snap.range_scan(s.id, t0, t1, lo, hi, |ts, _, b| visit(ts, b))?;
+                    let st = snap.range_scan(s.id, t0, t1, lo, hi, |ts, _, b| visit(ts, b))?;
+                    access.chunks_read += st.chunks_read;
                 }
                 None => {
-                    snap.scan(s.id, t0, t1, &mut visit)?;
+                    let st = snap.scan(s.id, t0, t1, &mut visit)?;
+                    access.chunks_read += st.chunks_read;
                 }
             }
         }
@@ -263,7 +312,12 @@ fn bucket(
 }
 
 /// Runs an aggregate plan.
-pub fn execute(snap: &Snapshot, plan: &AggregatePlan, limits: &Limits) -> Result<StatementResult> {
+pub fn execute(
+    snap: &Snapshot,
+    plan: &AggregatePlan,
+    limits: &Limits,
+    access: &mut Access,
+) -> Result<StatementResult> {
     let mut result = StatementResult::default();
     let mut columns = vec!["time".to_string()];
     columns.extend(plan.calls.iter().map(|c| c.column.clone()));
@@ -275,7 +329,7 @@ pub fn execute(snap: &Snapshot, plan: &AggregatePlan, limits: &Limits) -> Result
         let mut rows: Vec<Vec<Cell>> = Vec::new();
         match plan.interval_us {
             None => {
-                let (points, cells) = bucket(snap, plan, group, (t0, t1), limits)?;
+                let (points, cells) = bucket(snap, plan, group, (t0, t1), limits, access)?;
                 if points > 0 {
                     let time = match (plan.selector_time, cells.first()) {
                         (true, Some((Cell::Null, _))) => None,
@@ -312,7 +366,7 @@ pub fn execute(snap: &Snapshot, plan: &AggregatePlan, limits: &Limits) -> Result
                 let mut b = start;
                 loop {
                     let w = (b.max(t0), b.saturating_add(iv - 1).min(t1));
-                    let (points, cells) = bucket(snap, plan, group, w, limits)?;
+                    let (points, cells) = bucket(snap, plan, group, w, limits, access)?;
                     any |= points > 0;
                     if points > 0 {
                         let mut row = vec![Cell::Time(i128::from(b) * 1000)];
@@ -336,25 +390,13 @@ pub fn execute(snap: &Snapshot, plan: &AggregatePlan, limits: &Limits) -> Result
                 }
             }
         }
-        if plan.descending {
-            rows.reverse();
-        }
-        let rows: Vec<Vec<Cell>> = rows
-            .into_iter()
-            .skip(usize::try_from(plan.offset).unwrap_or(usize::MAX))
-            .take(plan.limit.map_or(usize::MAX, |l| l as usize))
-            .collect();
-        if rows.is_empty() {
-            continue;
-        }
-        total_rows += rows.len();
-        limits.rows(total_rows)?;
-        result.series.push(SeriesResult {
+        let series = SeriesResult {
             name: plan.measurement.clone(),
             tags: group.tags.clone(),
             columns: columns.clone(),
-            values: rows,
-        });
+            values: page(rows, plan.descending, plan.offset, plan.limit),
+        };
+        add_series(&mut result, &mut total_rows, limits, series)?;
     }
     Ok(result)
 }

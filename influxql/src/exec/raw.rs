@@ -8,7 +8,8 @@ use loom::Snapshot;
 
 use crate::error::Result;
 use crate::exec::limits::{Limits, Ticker};
-use crate::plan::{Column, RawPlan, Series};
+use crate::exec::page::{add_series, page};
+use crate::plan::{index_range, Column, RawPlan, Series};
 use crate::result::{Cell, SeriesResult, StatementResult};
 
 /// Rows of one series: `(µs, series position, cells after time)`.
@@ -73,17 +74,7 @@ fn scan_series(
             }
         }
     };
-    let index_field = s.index_field().map(str::to_string);
-    let range = index_field.as_deref().and_then(|f| {
-        let preds: Vec<_> = plan.fields.iter().filter(|p| p.field.name == f).collect();
-        (!preds.is_empty()).then(|| {
-            preds.iter().fold((0u64, u64::MAX), |(lo, hi), p| {
-                let (a, b) = p.unsigned_range();
-                (lo.max(a), hi.min(b))
-            })
-        })
-    });
-    match range {
+    match index_range(&plan.fields, s.index_field()) {
         Some((lo, hi)) => snap.range_scan(s.id, t0, t1, lo, hi, |ts, _, b| visit(ts, b))?,
         None => snap.scan(s.id, t0, t1, &mut visit)?,
     };
@@ -119,13 +110,8 @@ pub fn execute(snap: &Snapshot, plan: &RawPlan, limits: &Limits) -> Result<State
             }
         }
         rows.sort_by_key(|r| (r.0, r.1));
-        if plan.descending {
-            rows.reverse();
-        }
         let values: Vec<Vec<Cell>> = rows
             .into_iter()
-            .skip(offset)
-            .take(plan.limit.map_or(usize::MAX, |l| l as usize))
             .map(|(ts, _, c)| {
                 let mut row = Vec::with_capacity(c.len() + 1);
                 row.push(Cell::Time(i128::from(ts) * 1000));
@@ -133,17 +119,13 @@ pub fn execute(snap: &Snapshot, plan: &RawPlan, limits: &Limits) -> Result<State
                 row
             })
             .collect();
-        if values.is_empty() {
-            continue;
-        }
-        total += values.len();
-        limits.rows(total)?;
-        result.series.push(SeriesResult {
+        let series = SeriesResult {
             name: plan.measurement.clone(),
             tags: group.tags.clone(),
             columns: columns.clone(),
-            values,
-        });
+            values: page(values, plan.descending, plan.offset, plan.limit),
+        };
+        add_series(&mut result, &mut total, limits, series)?;
     }
     Ok(result)
 }

@@ -11,6 +11,7 @@ use loom::{Snapshot, Value};
 
 use crate::error::Result;
 use crate::exec::limits::{Limits, Ticker};
+use crate::exec::page::{add_series, page};
 use crate::exec::value::value_cmp;
 use crate::plan::{Group, TopPlan};
 use crate::result::{Cell, SeriesResult, StatementResult};
@@ -104,29 +105,17 @@ pub fn execute(snap: &Snapshot, plan: &TopPlan, limits: &Limits) -> Result<State
     limits.rows(usize::try_from(plan.n).unwrap_or(usize::MAX))?;
     let mut total = 0usize;
     for group in &plan.groups {
-        let mut rows: Vec<Vec<Cell>> = group_points(snap, plan, group, window, limits)?
+        let rows: Vec<Vec<Cell>> = group_points(snap, plan, group, window, limits)?
             .into_iter()
             .map(|(v, ts, _)| vec![Cell::Time(i128::from(ts) * 1000), v.into()])
             .collect();
-        if plan.descending {
-            rows.reverse();
-        }
-        let rows: Vec<Vec<Cell>> = rows
-            .into_iter()
-            .skip(usize::try_from(plan.offset).unwrap_or(usize::MAX))
-            .take(plan.limit.map_or(usize::MAX, |l| l as usize))
-            .collect();
-        if rows.is_empty() {
-            continue;
-        }
-        total += rows.len();
-        limits.rows(total)?;
-        result.series.push(SeriesResult {
+        let series = SeriesResult {
             name: plan.measurement.clone(),
             tags: group.tags.clone(),
             columns: vec!["time".into(), plan.column.clone()],
-            values: rows,
-        });
+            values: page(rows, plan.descending, plan.offset, plan.limit),
+        };
+        add_series(&mut result, &mut total, limits, series)?;
     }
     Ok(result)
 }

@@ -118,6 +118,19 @@ impl FieldPredicate {
     }
 }
 
+/// Values of indexed field `field` that may satisfy every predicate on it,
+/// as one inclusive range; `None` when no predicate names it (the range
+/// index has nothing to narrow).
+pub fn index_range(preds: &[FieldPredicate], field: Option<&str>) -> Option<(u64, u64)> {
+    let field = field?;
+    let mut on = preds.iter().filter(|p| p.field.name == field).peekable();
+    on.peek()?;
+    Some(on.fold((0u64, u64::MAX), |(lo, hi), p| {
+        let (a, b) = p.unsigned_range();
+        (lo.max(a), hi.min(b))
+    }))
+}
+
 /// `tag = 'v'` or `tag != 'v'`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TagPredicate {

@@ -11,7 +11,7 @@ pub mod show;
 use loom::FieldDef;
 
 pub use catalog::{Catalog, Series};
-pub use condition::{FieldPredicate, Filters, Number, TagPredicate, TimeBounds};
+pub use condition::{index_range, FieldPredicate, Filters, Number, TagPredicate, TimeBounds};
 
 use crate::error::Result;
 use crate::parse::Statement;
@@ -169,6 +169,10 @@ pub enum Plan {
     Raw(RawPlan),
     /// The largest values.
     Top(TopPlan),
+    /// A SELECT from a measurement with no series: an empty result, as
+    /// InfluxDB (≥ 0.9.2) answers it — measurements exist only through
+    /// their data, so an absent one is not an error.
+    Nothing,
 }
 
 /// Plans `stmt` against `catalog`; `now_ns` is `now()` in ns since the epoch.

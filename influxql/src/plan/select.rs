@@ -104,10 +104,7 @@ fn groups(catalog: &Catalog, measurement: &str, filters: &Filters, keys: &[Strin
 pub fn plan_select(s: &SelectStatement, catalog: &Catalog, now_ns: i128) -> Result<Plan> {
     let measurement = s.from.name.0.clone();
     if !catalog.measurements.contains_key(&measurement) {
-        return Err(Error::Plan(format!(
-            "measurement not found: {}",
-            s.from.name
-        )));
+        return Ok(Plan::Nothing);
     }
     let filters = Filters::plan(s.condition.as_ref(), catalog, &measurement, now_ns)?;
     let mut interval_us = None;

@@ -1,5 +1,6 @@
-//! The Valkey workload's questions (valkey-p1..p3), each over one snapshot
-//! so its parts agree while ingest continues.
+//! The Valkey workload's questions (valkey-p1..p3) as InfluxQL statements,
+//! each question's statements on one snapshot so its parts agree while
+//! ingest continues.
 //!
 //! - P1: how many KV reads were slower than the window's p99.99?
 //! - P2: that, plus how many `sendto` calls were slower than their own
@@ -10,32 +11,17 @@
 
 use std::collections::HashMap;
 
-use loom::{IndexMode, Snapshot, SourceId};
-use telemetry::{source, KvOpKind, Packet};
+use questions::{time_range, KV_READS, SENDTO, WRITE};
 
-/// x86_64 `sendto`.
-pub const SYS_SENDTO: u32 = 44;
-/// x86_64 `write`.
-pub const SYS_WRITE: u32 = 1;
+use super::asker::Asker;
+use super::{opt, Parts};
+
 /// Half-width of the packet window around the slowest read, µs.
 pub const PACKET_WINDOW_US: u64 = 5_000_000;
-/// The tail quantile the questions compare against.
-const TAIL: f64 = 0.9999;
-
-/// (text, machine) parts of an answer.
-pub type Parts = (String, String);
-
-fn opt(v: Option<u64>) -> String {
-    v.map_or_else(|| "none".to_string(), |v| v.to_string())
-}
-
-/// Treats a source never seen as empty.
-fn or_empty<T>(r: loom::Result<T>, empty: T) -> loom::Result<T> {
-    match r {
-        Err(loom::Error::UnknownSource(_)) => Ok(empty),
-        other => other,
-    }
-}
+/// Packets sampled to find the server port (the probe keeps only the
+/// server port's packets, so any sample names it; a few dozen outvote a
+/// stray packet).
+const PORT_SAMPLE: u64 = 64;
 
 /// Count in the window, its p99.99, and how many records are slower than it.
 struct Tail {
@@ -44,16 +30,15 @@ struct Tail {
     slower: u64,
 }
 
-fn tail(s: &Snapshot, id: u64, t0: u64, t1: u64) -> loom::Result<Tail> {
-    let id = SourceId(id);
-    let count = or_empty(s.aggregate(id, t0, t1).map(|a| a.count), 0)?;
-    let p9999 = or_empty(s.percentile(id, t0, t1, TAIL), None)?;
+fn tail(a: &mut Asker, from_where: &str, t0: u64, t1: u64) -> influxql::Result<Tail> {
+    let row = a.one(questions::percentile(from_where, t0, t1))?;
+    let (count, p9999) = (row.u64("count").unwrap_or(0), row.u64("percentile"));
     let slower = match p9999 {
-        Some(p) if p < u64::MAX => {
-            s.count_matching(id, t0, t1, p + 1, u64::MAX, IndexMode::TimeRange)?
-                .count
-        }
-        _ => 0,
+        Some(p) => a
+            .one(questions::count_above(from_where, p, t0, t1))?
+            .u64("count")
+            .unwrap_or(0),
+        None => 0,
     };
     Ok(Tail {
         count,
@@ -62,8 +47,8 @@ fn tail(s: &Snapshot, id: u64, t0: u64, t1: u64) -> loom::Result<Tail> {
     })
 }
 
-fn p1_parts(s: &Snapshot, t0: u64, t1: u64) -> loom::Result<Parts> {
-    let r = tail(s, source::kv(KvOpKind::Read), t0, t1)?;
+fn p1_parts(a: &mut Asker, t0: u64, t1: u64) -> Parts {
+    let r = tail(a, KV_READS, t0, t1)?;
     Ok((
         format!(
             "KV reads: {}, p99.99: {} µs, slower than p99.99: {}",
@@ -76,15 +61,15 @@ fn p1_parts(s: &Snapshot, t0: u64, t1: u64) -> loom::Result<Parts> {
 }
 
 /// valkey-p1: KV reads slower than the window's p99.99.
-pub fn p1(s: &Snapshot, t0: u64, t1: u64) -> loom::Result<Parts> {
-    p1_parts(s, t0, t1)
+pub fn p1(a: &mut Asker, t0: u64, t1: u64) -> Parts {
+    p1_parts(a, t0, t1)
 }
 
 /// valkey-p2: P1, plus `sendto` and `write` calls slower than their own p99.99.
-pub fn p2(s: &Snapshot, t0: u64, t1: u64) -> loom::Result<Parts> {
-    let (mut text, mut machine) = p1_parts(s, t0, t1)?;
-    for (name, nr) in [("sendto", SYS_SENDTO), ("write", SYS_WRITE)] {
-        let r = tail(s, source::syscall(nr), t0, t1)?;
+pub fn p2(a: &mut Asker, t0: u64, t1: u64) -> Parts {
+    let (mut text, mut machine) = p1_parts(a, t0, t1)?;
+    for (name, from_where) in [("sendto", SENDTO), ("write", WRITE)] {
+        let r = tail(a, from_where, t0, t1)?;
         text.push_str(&format!(
             "; {name}: {}, p99.99: {} µs, slower: {}",
             r.count,
@@ -101,24 +86,31 @@ pub fn p2(s: &Snapshot, t0: u64, t1: u64) -> loom::Result<Parts> {
     Ok((text, machine))
 }
 
+/// The port most of `rows` (`src_port`, `dst_port`) share, lowest on a tie.
+fn common_port(rows: &[super::asker::Row]) -> Option<u64> {
+    let mut per_port: HashMap<u64, u64> = HashMap::new();
+    for r in rows {
+        let (a, b) = (r.u64("src_port"), r.u64("dst_port"));
+        if let Some(a) = a {
+            *per_port.entry(a).or_default() += 1;
+        }
+        if let Some(b) = b.filter(|b| Some(*b) != a) {
+            *per_port.entry(b).or_default() += 1;
+        }
+    }
+    per_port
+        .into_iter()
+        .max_by_key(|&(port, n)| (n, std::cmp::Reverse(port)))
+        .map(|(p, _)| p)
+}
+
 /// valkey-p3: the slowest KV read (earliest if tied) and the packets stored
-/// within ±5 s of it. The server port is the port most packets there share
-/// (the packet probe keeps only the server port's packets, so every packet
-/// should carry it: `port_packets` = `packets`).
-pub fn p3(s: &Snapshot, t0: u64, t1: u64) -> loom::Result<Parts> {
-    let reads = SourceId(source::kv(KvOpKind::Read));
-    let max = or_empty(s.aggregate(reads, t0, t1).map(|a| a.max), None)?;
-    let Some(max) = max else {
-        return Ok((
-            "no KV reads in the window".to_string(),
-            "slowest_us=none".to_string(),
-        ));
-    };
-    let mut at = None;
-    s.range_scan(reads, t0, t1, max, max, |ts, _, _| {
-        at.get_or_insert(ts);
-    })?;
-    let Some(at) = at else {
+/// within ±5 s of it, with the server port (the port most packets there
+/// share) and how many packets carry it (every one should: the packet probe
+/// keeps only the server port's packets).
+pub fn p3(a: &mut Asker, t0: u64, t1: u64) -> Parts {
+    let row = a.one(questions::slowest(KV_READS, t0, t1))?;
+    let (Some(max), Some(at)) = (row.u64("max"), row.time_us()) else {
         return Ok((
             "no KV reads in the window".to_string(),
             "slowest_us=none".to_string(),
@@ -128,35 +120,30 @@ pub fn p3(s: &Snapshot, t0: u64, t1: u64) -> loom::Result<Parts> {
         at.saturating_sub(PACKET_WINDOW_US),
         at.saturating_add(PACKET_WINDOW_US),
     );
-    let mut packets = 0u64;
-    let mut bytes = 0u64;
-    let mut ends: Vec<(u16, u16)> = Vec::new();
-    or_empty(
-        s.scan(SourceId(source::packet()), p0, p1, |_, b| {
-            if let Ok(p) = Packet::decode(b) {
-                packets += 1;
-                bytes += u64::from(p.length);
-                ends.push((p.src_port, p.dst_port));
-            }
-        })
-        .map(|_| ()),
-        (),
-    )?;
-    let mut per_port: HashMap<u16, u64> = HashMap::new();
-    for &(a, b) in &ends {
-        *per_port.entry(a).or_default() += 1;
-        if b != a {
-            *per_port.entry(b).or_default() += 1;
+    let around = time_range(p0, p1);
+    let totals = a.one(format!(
+        "SELECT count(length), sum(length) FROM packet WHERE {around}"
+    ))?;
+    let packets = totals.u64("count").unwrap_or(0);
+    let bytes = totals.u64("sum").unwrap_or(0);
+    let sample = a.all(format!(
+        "SELECT src_port, dst_port FROM packet WHERE {around} LIMIT {PORT_SAMPLE}"
+    ))?;
+    let port = common_port(&sample);
+    let port_packets = match port {
+        None => 0,
+        Some(p) => {
+            // dst_port is range-indexed (one bin per port); src_port is not.
+            let to = a.one(format!(
+                "SELECT count(length) FROM packet WHERE dst_port = {p} AND {around}"
+            ))?;
+            let from = a.one(format!(
+                "SELECT count(length) FROM packet WHERE src_port = {p} AND dst_port != {p} AND {around}"
+            ))?;
+            to.u64("count").unwrap_or(0) + from.u64("count").unwrap_or(0)
         }
-    }
-    let port = per_port
-        .iter()
-        .max_by_key(|&(port, n)| (*n, std::cmp::Reverse(*port)))
-        .map(|(&p, _)| p);
-    let port_packets = port.map_or(0, |p| {
-        ends.iter().filter(|&&(a, b)| a == p || b == p).count() as u64
-    });
-    let port_text = port.map_or_else(|| "none".to_string(), |p| p.to_string());
+    };
+    let port_text = opt(port);
     Ok((
         format!(
             "slowest KV read: {max} µs at {at} µs; packets in [{p0}, {p1}] µs: {packets} ({bytes} bytes), of port {port_text}: {port_packets}"
