@@ -97,9 +97,33 @@ SPEEDS ?= 1 2 4 6 8
 SWEEP_SECONDS ?= 15
 .PHONY: e2e-speed-sweep
 e2e-speed-sweep: e2e-build
-	@test -f $(RECORDING_DIR)/rocksdb-$(PHASE) || { echo "missing $(RECORDING_DIR)/rocksdb-$(PHASE): make gen-rocksdb-$(PHASE) or record-rocksdb-$(PHASE)"; exit 1; }
+	@test -f $(RECORDING_DIR)/rocksdb-$(IT_PHASE) || { echo "missing $(RECORDING_DIR)/rocksdb-$(IT_PHASE): make gen-rocksdb-$(IT_PHASE) or record-rocksdb-$(IT_PHASE)"; exit 1; }
 	mkdir -p $(EVAL_OUT)
 	@echo "== e2e-speed-sweep rocksdb-$(PHASE) $$(date -u +%FT%TZ)" | tee -a $(EVAL_OUT)/e2e-speed-$(PHASE)
 	BIN=$(CARGO_RELEASE_DIR) TMP_DATA_DIR=$(TMP_DATA_DIR) bash replay/scripts/speed-sweep.sh \
-		$(RECORDING_DIR)/rocksdb-$(PHASE) "$(SPEEDS)" $(SWEEP_SECONDS) rocksdb-$(PHASE) \
+		$(RECORDING_DIR)/rocksdb-$(IT_PHASE) "$(SPEEDS)" $(SWEEP_SECONDS) rocksdb-$(PHASE) \
 		| tee -a $(EVAL_OUT)/e2e-speed-$(PHASE)
+
+# End-to-end ingest throughput of loom-app: CONNECTIONS `tcp-replay --no-wait`
+# senders loop the recording for THROUGHPUT_SECONDS into one fresh loom-app
+# (store under tmp-data/, deleted after); QUERY_EVERY_S > 0 also asks the P1
+# statement over HTTP that often. Prints the processes' summaries and one
+# `RESULT ...` line (records/s, MB/s, CPU s of each process, load average).
+#   make ingest-throughput CONNECTIONS=1 QUERY_EVERY_S=0 [IT_PHASE=p2] [THROUGHPUT_SECONDS=20] [RUNS=3] [IT_SPEED=100]
+# IT_SPEED paces each sender at that multiple of the recorded rate (a fixed
+# offered rate) instead of --no-wait (as fast as it goes).
+CONNECTIONS ?= 1
+QUERY_EVERY_S ?= 0
+THROUGHPUT_SECONDS ?= 20
+# The recording: recordings/rocksdb-$(IT_PHASE) (P2 mix by default).
+IT_PHASE ?= p2
+IT_SPEED ?=
+.PHONY: ingest-throughput
+ingest-throughput: e2e-build
+	@test -f $(RECORDING_DIR)/rocksdb-$(IT_PHASE) || { echo "missing $(RECORDING_DIR)/rocksdb-$(IT_PHASE): make gen-rocksdb-$(IT_PHASE) or record-rocksdb-$(IT_PHASE)"; exit 1; }
+	mkdir -p $(EVAL_OUT)
+	@set -o pipefail; for i in $$(seq 1 $(or $(RUNS),1)); do \
+	  echo "== ingest-throughput rocksdb-$(IT_PHASE) connections=$(CONNECTIONS) query_every_s=$(QUERY_EVERY_S) run $$i $$(date -u +%FT%TZ)"; \
+	  TMP_DATA_DIR=$(TMP_DATA_DIR) INGEST_SPEED=$(IT_SPEED) bash scripts/ingest-throughput.sh $(CARGO_RELEASE_DIR) $(RECORDING_DIR)/rocksdb-$(IT_PHASE) \
+	    $(CONNECTIONS) $(THROUGHPUT_SECONDS) $(QUERY_EVERY_S) || exit 1; \
+	done 2>&1 | tee -a $(EVAL_OUT)/ingest-throughput-$(IT_PHASE)-$(CONNECTIONS)

@@ -52,12 +52,15 @@ pub struct RecordingStats {
     pub last_arrival_us: u64,
     /// Per source, sorted by name.
     pub sources: Vec<SourceStats>,
+    /// How far out of event-time order records arrive.
+    pub disorder: crate::disorder::Disorder,
 }
 
 /// Collects values per source over batches.
 #[derive(Default)]
 pub struct StatsBuilder {
     values: BTreeMap<SourceId, Vec<u64>>,
+    disorder: crate::disorder::DisorderBuilder,
     batches: u64,
     records: u64,
     first: Option<u64>,
@@ -71,6 +74,7 @@ impl StatsBuilder {
         self.records += b.records.len() as u64;
         self.first.get_or_insert(b.arrival_us);
         self.last = self.last.max(b.arrival_us);
+        self.disorder.add(b);
         for r in &b.records {
             self.values
                 .entry(r.source_id())
@@ -109,6 +113,7 @@ impl StatsBuilder {
             first_arrival_us: first,
             last_arrival_us: self.last,
             sources,
+            disorder: self.disorder.finish(),
         }
     }
 }

@@ -5,18 +5,22 @@
 //! where `period` is the recording's span (covering both arrival and event
 //! timestamps, plus one batch interval). Each loop shifts arrival and event
 //! timestamps forward by `period`, so per-source timestamps keep increasing.
-//! With `no_wait` batches are sent as fast as the socket takes them.
+//! With `no_wait` batches are sent as fast as the socket takes them. Either
+//! way consecutive batches are merged into larger frames (paced: only those
+//! due within 1 ms; see [`crate::prepare`]); *batches* count frames sent.
 //!
 //! *Behind* is how far the sender is behind schedule, in milliseconds: the
 //! delay between a batch's due time and when it was handed to the socket
 //! (0 when on time; always 0 with `no_wait`).
 
-use std::io::ErrorKind;
+use std::io::{ErrorKind, Write};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use telemetry::{Batch, RecordingError, RecordingReader, WireError};
+use telemetry::{RecordingError, WireError};
+
+use crate::prepare::{produce, Chunk, Framing, Prepared};
 
 /// Replay settings.
 #[derive(Debug, Clone)]
@@ -67,6 +71,8 @@ pub struct Summary {
     pub batches: u64,
     /// Records sent.
     pub records: u64,
+    /// Bytes written (frames with headers).
+    pub bytes: u64,
     /// Loops started over the recording.
     pub loops: u64,
     /// Wall time in seconds.
@@ -159,37 +165,15 @@ fn is_disconnect(e: &WireError) -> bool {
     ))
 }
 
-/// Span of a recording: first arrival, and the loop period (µs).
-fn scan_period(path: &Path) -> Result<(u64, u64), RecordingError> {
-    let mut r = RecordingReader::open(path)?;
-    let mut b = Batch::default();
-    let (mut lo, mut hi) = (u64::MAX, 0u64);
-    let mut first_arrival = None;
-    let (mut prev, mut gap) = (None::<u64>, 1_000u64);
-    while r.read_into(&mut b)? {
-        first_arrival.get_or_insert(b.arrival_us);
-        if let Some(p) = prev {
-            if b.arrival_us > p {
-                gap = b.arrival_us - p;
-            }
-        }
-        prev = Some(b.arrival_us);
-        lo = lo.min(b.arrival_us);
-        hi = hi.max(b.arrival_us);
-        for rec in &b.records {
-            lo = lo.min(rec.timestamp_us());
-            hi = hi.max(rec.timestamp_us());
-        }
-    }
-    let first = first_arrival.unwrap_or(0);
-    let period = if lo == u64::MAX { gap } else { hi - lo + gap };
-    Ok((first, period))
-}
+/// Chunks prepared ahead of the sender (about 8 MiB with `--no-wait`).
+const CHUNKS_AHEAD: usize = 8;
 
 /// Sends the recording to `stream`-like endpoint at `cfg.addr`.
 ///
-/// `progress` is called once per second; `stop` is polled between batches
-/// and ends the replay early when it returns true.
+/// The recording is loaded once; a second thread prepares the frames (see
+/// [`crate::prepare`]) while this one sends them. `progress` is called once
+/// per second; `stop` is polled between writes and ends the replay early
+/// when it returns true.
 pub fn run(
     cfg: &ReplayConfig,
     stream: TcpStream,
@@ -202,25 +186,28 @@ pub fn run(
             cfg.speed
         )));
     }
-    let rec_err = |source| ReplayError::Recording {
+    let rec = Prepared::load(&cfg.file_path).map_err(|source| ReplayError::Recording {
         path: cfg.file_path.clone(),
         source,
-    };
-    // Only a looped replay needs the span, which costs one pass over the file.
-    let (first_arrival, period) = if cfg.duration_s.is_some() {
-        scan_period(&cfg.file_path).map_err(rec_err)?
+    })?;
+    let first_arrival = rec.first_arrival();
+    // Sent once without a duration; looped (until the deadline) with one.
+    let passes = if cfg.duration_s.is_some() {
+        None
     } else {
-        let mut r = RecordingReader::open(&cfg.file_path).map_err(rec_err)?;
-        let first = r.next().transpose().map_err(rec_err)?;
-        (first.map_or(0, |b| b.arrival_us), 0)
+        Some(1)
     };
+    let framing = Framing::for_replay((!cfg.no_wait).then_some(cfg.speed));
+    let (tx, chunks) = crossbeam_channel::bounded::<Chunk>(CHUNKS_AHEAD);
+    let (give_back, recycled) = crossbeam_channel::bounded::<Vec<u8>>(CHUNKS_AHEAD + 2);
     let _ = stream.set_nodelay(true);
-    let mut writer = telemetry::FrameWriter::new(stream);
+    let mut stream = stream;
     let start = Instant::now();
     let deadline = cfg.duration_s.map(|d| Duration::from_secs_f64(d.max(0.0)));
     let mut summary = Summary {
         batches: 0,
         records: 0,
+        bytes: 0,
         loops: 0,
         elapsed_s: 0.0,
         max_behind_ms: 0.0,
@@ -232,76 +219,73 @@ pub fn run(
         records: 0,
         behind_ms: 0.0,
     };
-    let mut batch = Batch::default();
-    'outer: loop {
-        let shift = summary.loops * period;
-        summary.loops += 1;
-        let mut reader = RecordingReader::open(&cfg.file_path).map_err(rec_err)?;
-        let sent_before = summary.batches;
-        while reader.read_into(&mut batch).map_err(rec_err)? {
-            if stop() {
-                summary.reason = EndReason::Stopped;
-                break 'outer;
-            }
-            if let Some(d) = deadline {
-                if start.elapsed() >= d {
-                    break 'outer;
+    let sent = std::thread::scope(|scope| {
+        let rec = &rec;
+        scope.spawn(move || produce(rec, framing, passes, &tx, &recycled));
+        let result = (|| {
+            for chunk in chunks.iter() {
+                if stop() {
+                    summary.reason = EndReason::Stopped;
+                    break;
                 }
-            }
-            if shift > 0 {
-                batch.arrival_us += shift;
-                for r in &mut batch.records {
-                    *r = r.shifted(shift);
+                if deadline.is_some_and(|d| start.elapsed() >= d) {
+                    break;
                 }
-            }
-            let mut behind_ms = 0.0;
-            if !cfg.no_wait {
-                let due_us = (batch.arrival_us.saturating_sub(first_arrival)) as f64 / cfg.speed;
-                let due = Duration::from_secs_f64(due_us / 1e6);
-                let now = start.elapsed();
-                if due > now {
-                    // Sleep in short steps so progress lines stay on time.
-                    let mut left = due - now;
-                    while left > Duration::ZERO {
-                        let step = left.min(Duration::from_millis(100));
-                        std::thread::sleep(step);
-                        report(&mut tick, start, &mut progress);
-                        left = due.saturating_sub(start.elapsed());
-                        if stop() {
-                            summary.reason = EndReason::Stopped;
-                            break 'outer;
+                summary.loops = summary.loops.max(chunk.pass + 1);
+                let mut behind_ms = 0.0;
+                if !cfg.no_wait {
+                    let due_us = chunk.arrival_us.saturating_sub(first_arrival) as f64 / cfg.speed;
+                    let due = Duration::from_secs_f64(due_us / 1e6);
+                    let now = start.elapsed();
+                    if due > now {
+                        // Sleep in short steps so progress lines stay on time.
+                        let mut left = due - now;
+                        while left > Duration::ZERO {
+                            std::thread::sleep(left.min(Duration::from_millis(100)));
+                            report(&mut tick, start, &mut progress);
+                            left = due.saturating_sub(start.elapsed());
+                            if stop() {
+                                summary.reason = EndReason::Stopped;
+                                return Ok(());
+                            }
                         }
+                    } else {
+                        behind_ms = (now - due).as_secs_f64() * 1e3;
                     }
-                } else {
-                    behind_ms = (now - due).as_secs_f64() * 1e3;
                 }
-            }
-            if let Err(e) = writer.write_batch(&batch) {
-                if is_disconnect(&e) {
-                    summary.reason = EndReason::EndpointClosed;
-                    break 'outer;
+                if let Err(e) = stream.write_all(&chunk.bytes) {
+                    let e = WireError::Io {
+                        context: "writing frames",
+                        source: e,
+                    };
+                    if is_disconnect(&e) {
+                        summary.reason = EndReason::EndpointClosed;
+                        return Ok(());
+                    }
+                    return Err(ReplayError::Send {
+                        addr: cfg.addr.clone(),
+                        source: e,
+                    });
                 }
-                return Err(ReplayError::Send {
-                    addr: cfg.addr.clone(),
-                    source: e,
-                });
+                summary.batches += chunk.frames;
+                summary.records += chunk.records;
+                summary.bytes += chunk.bytes.len() as u64;
+                summary.max_behind_ms = summary.max_behind_ms.max(behind_ms);
+                tick.batches += chunk.frames;
+                tick.records += chunk.records;
+                tick.behind_ms = behind_ms;
+                report(&mut tick, start, &mut progress);
+                let _ = give_back.try_send(chunk.bytes);
             }
-            summary.batches += 1;
-            summary.records += batch.records.len() as u64;
-            summary.max_behind_ms = summary.max_behind_ms.max(behind_ms);
-            tick.batches += 1;
-            tick.records += batch.records.len() as u64;
-            tick.behind_ms = behind_ms;
-            report(&mut tick, start, &mut progress);
-        }
-        match deadline {
-            // An empty recording cannot be looped.
-            Some(d) if start.elapsed() < d && summary.batches > sent_before => continue,
-            _ => break,
-        }
-    }
-    let _ = writer.flush();
-    let _ = writer.get_mut().shutdown(std::net::Shutdown::Write);
+            Ok(())
+        })();
+        // Ends the producer: its next send fails.
+        drop(chunks);
+        result
+    });
+    sent?;
+    let _ = stream.flush();
+    let _ = stream.shutdown(std::net::Shutdown::Write);
     summary.elapsed_s = start.elapsed().as_secs_f64();
     Ok(summary)
 }

@@ -122,3 +122,79 @@ fn bad_speed_and_missing_file_are_reported() {
     let err = run(&cfg, s, |_| {}, || false).unwrap_err();
     assert!(err.to_string().contains("nope"), "{err}");
 }
+
+/// Sends the recording once and returns what the endpoint received.
+fn send_once(file: &Path, no_wait: bool, speed: f64) -> (Vec<Batch>, replay::tcp::Summary) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let sink = std::thread::spawn(move || {
+        let (s, _) = listener.accept().unwrap();
+        let mut r = FrameReader::new(s);
+        let mut got = Vec::new();
+        while let Some(b) = r.read_batch().unwrap() {
+            got.push(b);
+        }
+        got
+    });
+    let mut cfg = config(file, addr.clone(), None);
+    cfg.no_wait = no_wait;
+    cfg.speed = speed;
+    let stream = connect_with_retry(&addr, 10.0, |_| {}).unwrap();
+    let summary = run(&cfg, stream, |_| {}, || false).unwrap();
+    (sink.join().unwrap(), summary)
+}
+
+#[test]
+fn no_wait_merges_batches_into_larger_frames_and_paced_keeps_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = recording(dir.path());
+    let recorded: Vec<Batch> = telemetry::RecordingReader::open(&file)
+        .unwrap()
+        .map(|b| b.unwrap())
+        .collect();
+    let want: Vec<_> = recorded.iter().flat_map(|b| b.records.clone()).collect();
+
+    // Paced (fast, to keep the test short): frames of whole recorded
+    // batches due within 1 ms of wall time of the frame's first (50 ms of
+    // recorded time at speed 50), with the first one's arrival time.
+    let (paced, summary) = send_once(&file, false, 50.0);
+    let got: Vec<_> = paced.iter().flat_map(|b| b.records.clone()).collect();
+    assert_eq!(got, want);
+    assert_eq!(summary.batches, paced.len() as u64);
+    for f in &paced {
+        let first = recorded
+            .iter()
+            .position(|r| r.arrival_us == f.arrival_us)
+            .expect("a frame starts at a recorded batch");
+        let within: usize = recorded[first..]
+            .iter()
+            .take_while(|r| r.arrival_us <= f.arrival_us + 50_000)
+            .map(|r| r.records.len())
+            .sum();
+        assert!(f.records.len() <= within, "a frame reaches past 1 ms");
+    }
+    // At the recorded pace, batches 1 ms or more apart stay apart.
+    assert!(
+        paced.len() * 2 > recorded.len() / 50,
+        "{} frames",
+        paced.len()
+    );
+
+    // No wait: the same records in fewer, larger frames, each at most 4096
+    // records and carrying its first batch's arrival time.
+    let (merged, summary) = send_once(&file, true, 1.0);
+    let got: Vec<_> = merged.iter().flat_map(|b| b.records.clone()).collect();
+    assert_eq!(got, want);
+    assert_eq!(summary.batches, merged.len() as u64);
+    assert_eq!(summary.records, want.len() as u64);
+    assert!(
+        merged.len() * 4 < recorded.len(),
+        "{} frames for {} batches",
+        merged.len(),
+        recorded.len()
+    );
+    assert!(merged.iter().all(|b| b.records.len() <= 4096));
+    assert!(merged
+        .iter()
+        .all(|b| recorded.iter().any(|r| r.arrival_us == b.arrival_us)));
+}

@@ -9,6 +9,8 @@
 //! - [`model`]: the data model (measurement, tags, fields at byte offsets,
 //!   range index) of every source, shared by the endpoints and InfluxQL.
 //! - [`source`]: source id = FNV-1a 64 of a tag such as `kv/read` or `syscall/17`.
+//! - [`raw`]: validating a payload and reading its records' kind, source key
+//!   and event time in place, for endpoints that store the wire bytes as-is.
 //! - [`batch`]: a batch is an arrival time (µs) plus records; its payload is the
 //!   records back to back, each a kind tag byte then its encoding.
 //! - [`wire`]: TCP framing (`LMTF` magic, version, record count, payload length,
@@ -26,6 +28,7 @@ mod error;
 #[cfg(feature = "fuzz")]
 pub mod fuzz;
 pub mod model;
+pub mod raw;
 pub mod record;
 pub mod recording;
 pub mod source;

@@ -67,7 +67,7 @@ impl Kind {
 
 /// Reads a little-endian u64 at `off`, or 0 if `b` is too short.
 #[inline]
-fn u64_at(b: &[u8], off: usize) -> u64 {
+pub(crate) fn u64_at(b: &[u8], off: usize) -> u64 {
     match b.get(off..off + 8) {
         Some(s) => {
             let mut a = [0u8; 8];
@@ -79,7 +79,7 @@ fn u64_at(b: &[u8], off: usize) -> u64 {
 }
 
 #[inline]
-fn u32_at(b: &[u8], off: usize) -> u32 {
+pub(crate) fn u32_at(b: &[u8], off: usize) -> u32 {
     match b.get(off..off + 4) {
         Some(s) => {
             let mut a = [0u8; 4];

@@ -20,9 +20,10 @@
 //! connection (frames cannot be resynchronised safely). A clean end of stream
 //! exactly at a frame boundary is not an error.
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::{BufReader, ErrorKind, Read, Write};
 
 use crate::batch::{decode_payload_into, Batch};
+use crate::raw::validate_payload;
 use crate::WireError;
 
 /// Frame magic.
@@ -47,20 +48,71 @@ pub fn encode_frame(batch: &Batch, out: &mut Vec<u8>) -> Result<(), WireError> {
         });
     }
     let start = out.len();
+    put_header(
+        out,
+        batch.records.len() as u32,
+        payload_len as u32,
+        batch.arrival_us,
+    );
+    batch.encode_payload_into(out);
+    seal_frame(out, start);
+    Ok(())
+}
+
+/// Appends a frame whose payload is already encoded: `payload` must hold
+/// exactly `record_count` tagged records (see [`crate::batch`]); it is not
+/// checked here (receivers check it). A sender that keeps payloads in wire
+/// form frames them with one copy and a checksum, without re-encoding.
+pub fn encode_frame_payload(
+    record_count: u32,
+    arrival_us: u64,
+    payload: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<(), WireError> {
+    encode_frame_payload_with(record_count, arrival_us, payload, out, |_| {})
+}
+
+/// Like [`encode_frame_payload`], but `edit` may change the copied payload
+/// in place before the checksum is computed (e.g. shift event times with
+/// [`crate::raw::shift_event_time`]); it must keep the records' layout.
+pub fn encode_frame_payload_with(
+    record_count: u32,
+    arrival_us: u64,
+    payload: &[u8],
+    out: &mut Vec<u8>,
+    edit: impl FnOnce(&mut [u8]),
+) -> Result<(), WireError> {
+    let payload_len = u32::try_from(payload.len()).map_err(|_| WireError::PayloadTooLarge {
+        len: payload.len() as u64,
+        max: u64::from(u32::MAX),
+    })?;
+    let start = out.len();
+    put_header(out, record_count, payload_len, arrival_us);
+    out.extend_from_slice(payload);
+    edit(&mut out[start + FRAME_HEADER_LEN..]);
+    seal_frame(out, start);
+    Ok(())
+}
+
+/// Appends a frame header with a zero checksum (filled by [`seal_frame`]).
+fn put_header(out: &mut Vec<u8>, record_count: u32, payload_len: u32, arrival_us: u64) {
     out.extend_from_slice(&FRAME_MAGIC);
     out.extend_from_slice(&FRAME_VERSION.to_le_bytes());
     out.extend_from_slice(&0u16.to_le_bytes());
-    out.extend_from_slice(&(batch.records.len() as u32).to_le_bytes());
-    out.extend_from_slice(&(payload_len as u32).to_le_bytes());
-    out.extend_from_slice(&batch.arrival_us.to_le_bytes());
+    out.extend_from_slice(&record_count.to_le_bytes());
+    out.extend_from_slice(&payload_len.to_le_bytes());
+    out.extend_from_slice(&arrival_us.to_le_bytes());
     out.extend_from_slice(&[0u8; 4]);
-    batch.encode_payload_into(out);
+}
+
+/// Writes the checksum of the frame that starts at `start` and runs to the
+/// end of `out`.
+fn seal_frame(out: &mut [u8], start: usize) {
     let crc = crc32c::crc32c_append(
         crc32c::crc32c(&out[start..start + 24]),
         &out[start + FRAME_HEADER_LEN..],
     );
     out[start + 24..start + 28].copy_from_slice(&crc.to_le_bytes());
-    Ok(())
 }
 
 /// Parsed and validated frame header.
@@ -119,12 +171,7 @@ pub fn parse_header(
     })
 }
 
-fn check_and_decode(
-    header_bytes: &[u8],
-    header: &FrameHeader,
-    payload: &[u8],
-    out: &mut Batch,
-) -> Result<(), WireError> {
+fn check_crc(header_bytes: &[u8], header: &FrameHeader, payload: &[u8]) -> Result<(), WireError> {
     let computed = crc32c::crc32c_append(crc32c::crc32c(&header_bytes[0..24]), payload);
     if computed != header.crc {
         return Err(WireError::ChecksumMismatch {
@@ -132,6 +179,16 @@ fn check_and_decode(
             computed,
         });
     }
+    Ok(())
+}
+
+fn check_and_decode(
+    header_bytes: &[u8],
+    header: &FrameHeader,
+    payload: &[u8],
+    out: &mut Batch,
+) -> Result<(), WireError> {
+    check_crc(header_bytes, header, payload)?;
     out.arrival_us = header.arrival_us;
     decode_payload_into(payload, header.record_count, &mut out.records)?;
     Ok(())
@@ -229,6 +286,50 @@ impl<R: Read> FrameReader<R> {
         Ok(true)
     }
 
+    /// Reads the next frame and appends its payload to `out` once it is
+    /// checked (checksum, and every record valid, as [`Self::read_into`]
+    /// checks them), without decoding it: `out` then ends with the frame's
+    /// records in wire form (tag byte + encoding each).
+    ///
+    /// Returns the frame's header, or `Ok(None)` on a clean end of stream at
+    /// a frame boundary. On an error `out` is left as it was and the caller
+    /// should drop the connection.
+    pub fn read_payload_into(
+        &mut self,
+        out: &mut Vec<u8>,
+    ) -> Result<Option<FrameHeader>, WireError> {
+        let mut hb = [0u8; FRAME_HEADER_LEN];
+        let got = read_full(&mut self.inner, &mut hb)?;
+        if got == 0 {
+            return Ok(None);
+        }
+        if got < FRAME_HEADER_LEN {
+            return Err(WireError::Truncated {
+                needed: FRAME_HEADER_LEN,
+                got,
+            });
+        }
+        let header = parse_header(&hb, self.max_payload)?;
+        let n = header.payload_len as usize;
+        let old = out.len();
+        out.resize(old + n, 0);
+        let checked = read_full(&mut self.inner, &mut out[old..])
+            .and_then(|got| {
+                if got < n {
+                    Err(WireError::Truncated { needed: n, got })
+                } else {
+                    Ok(())
+                }
+            })
+            .and_then(|()| check_crc(&hb, &header, &out[old..]))
+            .and_then(|()| Ok(validate_payload(&out[old..], header.record_count)?));
+        if let Err(e) = checked {
+            out.truncate(old);
+            return Err(e);
+        }
+        Ok(Some(header))
+    }
+
     /// Reads the next frame; `Ok(None)` on a clean end of stream.
     pub fn read_batch(&mut self) -> Result<Option<Batch>, WireError> {
         let mut b = Batch::default();
@@ -242,6 +343,23 @@ impl<R: Read> FrameReader<R> {
     /// The underlying stream.
     pub fn get_ref(&self) -> &R {
         &self.inner
+    }
+}
+
+impl<R: Read> FrameReader<BufReader<R>> {
+    /// True when a whole next frame (header and payload, as its header
+    /// declares) is already buffered, so reading it needs no system call and
+    /// cannot wait for the peer. Receivers use it to group frames that
+    /// arrived together without delaying any of them.
+    pub fn has_buffered_frame(&self) -> bool {
+        let b = self.inner.buffer();
+        match b.get(12..16) {
+            Some(len) => {
+                let n = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
+                b.len() >= FRAME_HEADER_LEN.saturating_add(n)
+            }
+            None => false,
+        }
     }
 }
 

@@ -133,3 +133,85 @@ fn garbage_after_valid_frames_fails_only_at_the_garbage() {
     assert!(matches!(err, WireError::BadMagic { .. }), "{err}");
     assert!(err.to_string().contains("magic"));
 }
+
+proptest! {
+    /// Reading payloads in wire form gives exactly the encoded records of
+    /// each frame, back to back, and the same verdict as decoding.
+    #[test]
+    fn payloads_read_in_wire_form_equal_the_encoded_batches(
+        batches in proptest::collection::vec(common::batch(), 0..5),
+        flip in any::<Option<(prop::sample::Index, u8)>>(),
+    ) {
+        let mut stream = Vec::new();
+        for b in &batches {
+            stream.extend_from_slice(&frame(b));
+        }
+        if let Some((pos, bit)) = flip {
+            if !stream.is_empty() {
+                let i = pos.index(stream.len());
+                stream[i] ^= 1 << (bit % 8);
+            }
+        }
+        let mut decoded = FrameReader::new(&stream[..]);
+        let mut raw = FrameReader::new(&stream[..]);
+        let mut out = vec![0xAB];
+        loop {
+            let want = decoded.read_batch();
+            let before = out.clone();
+            let got = raw.read_payload_into(&mut out);
+            match (want, got) {
+                (Ok(Some(b)), Ok(Some(h))) => {
+                    let mut p = before.clone();
+                    b.encode_payload_into(&mut p);
+                    prop_assert_eq!(&out, &p);
+                    prop_assert_eq!(h.record_count as usize, b.records.len());
+                    prop_assert_eq!(h.arrival_us, b.arrival_us);
+                }
+                (Ok(None), Ok(None)) => break,
+                (Err(_), Err(_)) => {
+                    prop_assert_eq!(&out, &before);
+                    break;
+                }
+                (w, g) => prop_assert!(false, "decode {:?} vs wire form {:?}", w.map(|b| b.map(|b| b.records.len())), g),
+            }
+        }
+    }
+}
+
+#[test]
+fn a_pre_encoded_payload_frames_like_its_batch() {
+    let b = Batch::new(
+        77,
+        vec![telemetry::Record::Syscall(telemetry::Syscall {
+            pid: 1,
+            tid: 2,
+            nr: 17,
+            start_us: 3,
+            duration_us: 4,
+        })],
+    );
+    let mut payload = Vec::new();
+    b.encode_payload_into(&mut payload);
+    let mut f = Vec::new();
+    telemetry::wire::encode_frame_payload(1, 77, &payload, &mut f).unwrap();
+    assert_eq!(f, frame(&b));
+}
+
+#[test]
+fn a_buffered_frame_is_seen_only_when_complete() {
+    let b = Batch::new(5, vec![]);
+    let mut two = frame(&b);
+    two.extend_from_slice(&frame(&b));
+    let mut r = FrameReader::new(std::io::BufReader::new(&two[..]));
+    assert!(
+        !r.has_buffered_frame(),
+        "nothing is buffered before the first read"
+    );
+    let mut out = Vec::new();
+    assert!(r.read_payload_into(&mut out).unwrap().is_some());
+    assert!(r.has_buffered_frame());
+    let cut = &two[..two.len() - 1];
+    let mut r = FrameReader::new(std::io::BufReader::new(cut));
+    assert!(r.read_payload_into(&mut out).unwrap().is_some());
+    assert!(!r.has_buffered_frame(), "a cut frame is not whole");
+}

@@ -1,4 +1,4 @@
-//! The encoder thread: takes batches from the receive queue, stamps every
+//! The encoder thread: takes frames from the receive queue, decodes them, stamps every
 //! record with its stored time, encodes it as a point and hands bodies of
 //! `--batch-size` points to the writers. One thread, because the per-series
 //! timestamp state ([`crate::points::Encoder`]) must see every record.
@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use crossbeam_channel::{Receiver, RecvTimeoutError};
+use endpoint::BufferPool;
 use tokio::sync::mpsc;
 
 use crate::counters::Counters;
@@ -96,7 +97,7 @@ impl Pending {
         Counters::add(&counters.points_encoded, self.points);
         if let Err(e) = tx.blocking_send(body) {
             // Writers are gone only when the runtime shut down.
-            Counters::add(&counters.records_dropped, e.0.points);
+            Counters::add(&counters.recv.records_dropped, e.0.points);
         }
         self.points = 0;
         self.since = None;
@@ -111,6 +112,7 @@ impl Pending {
 /// it returns (dropping `tx` lets the writers finish).
 pub fn run(
     rx: Receiver<Msg>,
+    pool: BufferPool,
     tx: mpsc::Sender<Body>,
     counters: Arc<Counters>,
     shutdown: Arc<AtomicBool>,
@@ -129,14 +131,18 @@ pub fn run(
     let mut ended = 0u64;
     let mut last_end = None;
     let batch_size = cfg.batch_size.max(1) as u64;
+    let mut records = Vec::new();
     let end = loop {
         if shutdown.load(Ordering::Relaxed) {
             break IngestEnd::Shutdown;
         }
         match rx.recv_timeout(Duration::from_millis(20)) {
-            Ok(Msg::Batch { arrival_us, batch }) => {
+            Ok(Msg::Frames(f)) => {
+                f.decode_into(&mut records);
+                let arrival_us = f.arrival_us;
+                pool.give(f.payload);
                 let mut newest = 0u64;
-                for r in &batch.records {
+                for r in &records {
                     let t = match cfg.timestamps {
                         TimestampMode::Arrival => arrival_us,
                         TimestampMode::Event => {

@@ -19,11 +19,12 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::Parser;
 
+use endpoint::output::{parse_window, sleep_unless, AnswerLines};
 use influx_app::client::Client;
 use influx_app::counters::Counters;
 use influx_app::ingest::{self, IngestConfig, IngestEnd, TimestampMode};
 use influx_app::queries::{self, Query};
-use influx_app::receive::{self, wall_clock_us};
+use influx_app::receive::{wall_clock_us, Msg};
 use influx_app::writer::{self, WriterConfig};
 use influx_app::Config;
 
@@ -86,29 +87,13 @@ struct Cli {
     /// Also print `ANSWER ...`, `STATEMENT ...` and `STATS ...` lines.
     #[arg(long)]
     machine_output: bool,
-    /// Batches the receive queue holds before receivers drop (default mode).
+    /// Messages the receive queue holds before receivers drop (a message is the frames that
+    /// arrived together on one connection, up to 256 KiB) (default mode).
     #[arg(long, default_value_t = Config::default().queue_capacity)]
     queue_capacity: usize,
     /// Largest accepted frame payload in bytes.
     #[arg(long, default_value_t = telemetry::wire::DEFAULT_MAX_PAYLOAD)]
     max_payload_bytes: usize,
-}
-
-/// Parses `T0,T1` (µs) for `--query-window-us`.
-fn parse_window(s: &str) -> Result<(u64, u64), String> {
-    let (a, b) = s
-        .split_once(',')
-        .ok_or_else(|| format!("expected T0,T1 in µs, got {s:?}"))?;
-    let p = |x: &str| {
-        x.trim()
-            .parse::<u64>()
-            .map_err(|e| format!("{x:?} is not a µs count: {e}"))
-    };
-    let (t0, t1) = (p(a)?, p(b)?);
-    if t0 > t1 {
-        return Err(format!("T0 {t0} is after T1 {t1}"));
-    }
-    Ok((t0, t1))
 }
 
 const WINDOW_START_AGO_US: u64 = 80_000_000;
@@ -123,29 +108,18 @@ fn ask(rt: &tokio::runtime::Runtime, client: &Client, q: Query, t0: u64, t1: u64
                     println!("STATEMENT query={} {s}", q.name());
                 }
             }
-            println!("Query {} window [{t0}, {t1}] µs: {}", q.name(), a.text);
-            if machine {
-                println!("ANSWER query={} t0={t0} t1={t1} {}", q.name(), a.machine);
+            AnswerLines {
+                name: q.name(),
+                t0,
+                t1,
+                text: &a.text,
+                machine: &a.machine,
+                latency: a.latency,
             }
-            println!(
-                "Query Latency ({}): {:.3} ms",
-                q.name(),
-                a.latency.as_secs_f64() * 1e3
-            );
+            .print(machine);
         }
         Some(Err(e)) => println!("Query {} failed: {}", q.name(), influx_app::chain(&e)),
     }
-}
-
-fn sleep_unless(flag: &AtomicBool, d: Duration) -> bool {
-    let end = Instant::now() + d;
-    while Instant::now() < end {
-        if flag.load(Ordering::Relaxed) {
-            return false;
-        }
-        std::thread::sleep((end - Instant::now()).min(Duration::from_millis(100)));
-    }
-    !flag.load(Ordering::Relaxed)
 }
 
 fn main() -> anyhow::Result<()> {
@@ -218,12 +192,13 @@ fn main() -> anyhow::Result<()> {
     } else {
         crossbeam_channel::bounded(cli.queue_capacity)
     };
+    let recv_cfg = endpoint::ReceiveConfig::new(cli.max_payload_bytes);
+    let pool = endpoint::BufferPool::new(64, recv_cfg.group_bytes + (64 << 10));
     {
-        let counters = counters.clone();
-        let max_payload = cli.max_payload_bytes;
+        let (recv, pool) = (counters.recv.clone(), pool.clone());
         std::thread::Builder::new()
             .name("listener".into())
-            .spawn(move || receive::listen(listener, tx, counters, max_payload))
+            .spawn(move || endpoint::listen::<Msg>(listener, tx, recv, pool, recv_cfg))
             .context("starting the listener")?;
     }
 
@@ -252,7 +227,7 @@ fn main() -> anyhow::Result<()> {
         };
         std::thread::Builder::new()
             .name("encoder".into())
-            .spawn(move || ingest::run(rx, body_tx, counters, shutdown, icfg))
+            .spawn(move || ingest::run(rx, pool, body_tx, counters, shutdown, icfg))
             .context("starting the encoder thread")?
     };
 
@@ -265,8 +240,8 @@ fn main() -> anyhow::Result<()> {
             .spawn(move || {
                 let (mut last_r, mut last_d, mut last_w) = (0, 0, 0);
                 while sleep_unless(&finished, interval) {
-                    let r = Counters::get(&counters.records_received);
-                    let d = Counters::get(&counters.records_dropped);
+                    let r = Counters::get(&counters.recv.records_received);
+                    let d = Counters::get(&counters.recv.records_dropped);
                     let w = Counters::get(&counters.points_written);
                     println!(
                         "Records received: {}, dropped: {}, total received {r} dropped {d}",
@@ -355,7 +330,7 @@ fn main() -> anyhow::Result<()> {
         let backlog = report
             .last_connection_end
             .map_or(0.0, |t| t.elapsed().as_secs_f64());
-        let first = Counters::get(&counters.first_arrival_us);
+        let first = Counters::get(&counters.recv.first_arrival_us);
         let span = (wall_clock_us().saturating_sub(first)) as f64 / 1e6;
         println!(
             "Backlog written: {written} points in influxd {backlog:.3} s after the last connection ended; {:.0} points/s from the first batch received to the last point written ({span:.3} s)",
@@ -386,18 +361,18 @@ fn main() -> anyhow::Result<()> {
     }
 
     let c = &counters;
-    let received = Counters::get(&c.records_received);
-    let dropped = Counters::get(&c.records_dropped);
+    let received = Counters::get(&c.recv.records_received);
+    let dropped = Counters::get(&c.recv.records_dropped);
     println!(
         "Final: records received {received}, dropped {dropped} ({:.3} %), points written {written} in {} writes, write errors {} ({} points), batches received {} dropped {}, connections {} (bad {}), timestamps raised to keep order {}, moved to the next µs {}, data time {now} µs, wall {wall:.3} s",
         if received > 0 { dropped as f64 * 100.0 / received as f64 } else { 0.0 },
         Counters::get(&c.writes),
         Counters::get(&c.write_errors),
         Counters::get(&c.write_failed_points),
-        Counters::get(&c.batches_received),
-        Counters::get(&c.batches_dropped),
-        Counters::get(&c.connections),
-        Counters::get(&c.bad_connections),
+        Counters::get(&c.recv.batches_received),
+        Counters::get(&c.recv.batches_dropped),
+        Counters::get(&c.recv.connections),
+        Counters::get(&c.recv.bad_connections),
         report.raised,
         report.spilled,
     );
@@ -411,7 +386,7 @@ fn main() -> anyhow::Result<()> {
         println!(
             "STATS received={received} dropped={dropped} written={written} write_errors={} bad_connections={}",
             Counters::get(&c.write_errors),
-            Counters::get(&c.bad_connections)
+            Counters::get(&c.recv.bad_connections)
         );
     }
     println!("{}", telemetry::cpu::exit_line(received));
@@ -421,13 +396,6 @@ fn main() -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn window_parsing() {
-        assert_eq!(parse_window("3,15"), Ok((3, 15)));
-        assert!(parse_window("15,3").is_err());
-        assert!(parse_window("a,3").is_err());
-    }
 
     #[test]
     fn bad_flags_name_allowed_values() {

@@ -78,7 +78,7 @@ pub fn spawn(
                         Err(e) => {
                             Counters::add(&counters.write_errors, 1);
                             Counters::add(&counters.write_failed_points, body.points);
-                            Counters::add(&counters.records_dropped, body.points);
+                            Counters::add(&counters.recv.records_dropped, body.points);
                             failed(&streak, &e, body.points, cfg.error_log_interval);
                             tokio::time::sleep(cfg.failure_backoff).await;
                         }

@@ -1,29 +1,17 @@
 //! Counters shared by receivers, the ingest thread and the reporter.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 
-/// Monotonic counters since app start. "Received" counts every record of every
-/// valid frame; "dropped" is the part of it discarded because the ingest queue
-/// was full.
+/// Monotonic counters since app start: the receivers' (received, dropped on
+/// a full queue, skipped after ingest stopped; see [`endpoint::Counters`])
+/// and the ingest thread's.
 #[derive(Default)]
 pub struct Counters {
-    /// Connections accepted.
-    pub connections: AtomicU64,
-    /// Connections closed because of a bad frame.
-    pub bad_connections: AtomicU64,
-    /// Batches in valid frames.
-    pub batches_received: AtomicU64,
-    /// Records in valid frames.
-    pub records_received: AtomicU64,
-    /// Batches dropped on a full queue.
-    pub batches_dropped: AtomicU64,
-    /// Records dropped on a full queue.
-    pub records_dropped: AtomicU64,
+    /// The receiving side's counters.
+    pub recv: Arc<endpoint::Counters>,
     /// Records pushed into the engine.
     pub records_ingested: AtomicU64,
-    /// Records not ingested: after ingest stopped (ablation, shutdown) or of
-    /// a source that could not be declared.
-    pub records_skipped: AtomicU64,
     /// Records whose timestamp was raised to keep their source in order.
     pub records_clamped: AtomicU64,
     /// Records the engine refused (disk failing and memory full, or a
@@ -38,7 +26,7 @@ pub struct Counters {
     /// OTLP export requests whose items were queued for ingest.
     pub otlp_requests: AtomicU64,
     /// OTLP items (spans, log records, data points) queued for ingest;
-    /// also counted in `records_received`.
+    /// also counted in `recv.records_received`.
     pub otlp_accepted: AtomicU64,
     /// OTLP items refused and reported in a partial-success response
     /// (series limit, reserved measurement, invalid item, too large).
@@ -49,14 +37,11 @@ pub struct Counters {
     /// OTLP requests refused as bad (malformed, too large, unsupported
     /// content type, missing token).
     pub otlp_bad_requests: AtomicU64,
-    /// Set when ingest has stopped for good (ablation cut-off, shutdown):
-    /// receivers then count arriving records as skipped, not dropped.
-    pub ingest_stopped: AtomicBool,
 }
 
 impl Counters {
     /// Reads a counter.
     pub fn get(c: &AtomicU64) -> u64 {
-        c.load(Ordering::Relaxed)
+        endpoint::Counters::get(c)
     }
 }

@@ -3,18 +3,20 @@
 //! epoch, pushes every record, publishes to readers every few ms and makes
 //! data durable every persist interval.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
-use loom::{SourceHandle, SourceId, Writer};
+use endpoint::{BufferPool, Frames};
+use loom::{SourceHandle, SourceId, SourceSchema, Writer};
+use telemetry::raw::{self, SourceKey};
 
 use crate::counters::Counters;
 use crate::otlp_ingest::OtlpStage;
 use crate::receive::Msg;
 use crate::reorder::Reorder;
+use crate::source_table::SourceTable;
 use crate::sources::schema_of;
 
 /// Which timestamp records are stored under.
@@ -30,6 +32,10 @@ pub enum TimestampMode {
 /// How long the senders must be quiet before the reorder stage releases
 /// everything it holds.
 const REORDER_IDLE_RELEASE: Duration = Duration::from_secs(1);
+/// Longest wait for a message when nothing is waiting to be published.
+const IDLE_WAIT: Duration = Duration::from_millis(20);
+/// Least time between two publishes when the queue runs empty.
+const MIN_SYNC_GAP: Duration = Duration::from_millis(1);
 
 /// Ingest settings.
 pub struct IngestConfig {
@@ -64,6 +70,7 @@ pub enum IngestEnd {
     CutOff,
 }
 
+/// What the ingest thread keeps of a declared source.
 struct Source {
     handle: SourceHandle,
     last_ts: u64,
@@ -71,9 +78,7 @@ struct Source {
 
 /// Wall-clock time, µs since the Unix epoch.
 pub fn epoch_us() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as u64)
+    endpoint::epoch_us()
 }
 
 /// The event-time offset for a run whose first record has event time
@@ -108,21 +113,23 @@ impl StorageHealth {
     }
 }
 
-/// What happened to the records of one batch.
+/// What happened to the records of one message.
 #[derive(Default)]
-pub(crate) struct Tally {
+pub struct Tally {
     pub(crate) ingested: u64,
     pub(crate) clamped: u64,
     pub(crate) refused: u64,
     pub(crate) skipped: u64,
-    pub(crate) newest: Option<u64>,
+    pub(crate) newest: u64,
 }
 
-struct Ingest {
+/// The ingest thread's state: the writer, the declared sources, the
+/// reorder stage and the OTLP stage.
+pub struct Ingest {
     writer: Writer,
     counters: Arc<Counters>,
     cfg: IngestConfig,
-    sources: HashMap<u64, Source>,
+    sources: SourceTable<Source>,
     buf: Vec<u8>,
     offset: Option<u64>,
     first_stored: Option<u64>,
@@ -134,76 +141,157 @@ struct Ingest {
 }
 
 impl Ingest {
-    /// The source of `r`, whose id is `id`, declared on first sight.
-    fn source(&mut self, id: u64, r: &telemetry::Record) -> Option<&mut Source> {
-        if !self.sources.contains_key(&id) {
-            let schema = schema_of(&r.series());
-            match self.writer.declare(SourceId(id), schema) {
-                Ok(handle) => {
-                    log::info!(
-                        "declared source {} ({id:#x})",
-                        telemetry::source::describe(id).unwrap_or_default()
-                    );
-                    self.sources.insert(id, Source { handle, last_ts: 0 });
-                }
-                Err(e) => {
-                    self.errors += 1;
-                    if self.errors <= 10 {
-                        log::error!("cannot declare source {id:#x}: {e}");
-                    }
-                    return None;
-                }
-            }
+    /// Ingest state around `writer`; OTLP records go through `otlp`.
+    pub fn new(writer: Writer, counters: Arc<Counters>, cfg: IngestConfig, otlp: OtlpStage) -> Self {
+        let reorder_us = match cfg.timestamps {
+            TimestampMode::Event => cfg.reorder_window_us,
+            TimestampMode::Arrival => 0,
+        };
+        Ingest {
+            writer,
+            counters,
+            cfg,
+            sources: SourceTable::default(),
+            buf: Vec::with_capacity(64),
+            offset: None,
+            first_stored: None,
+            errors: 0,
+            health: StorageHealth::default(),
+            reorder: (reorder_us > 0).then(|| Reorder::new(reorder_us)),
+            ready: Vec::new(),
+            otlp,
         }
-        self.sources.get_mut(&id)
     }
 
-    /// Takes one batch: event mode with a reorder window holds its records
-    /// until their time is released; everything else is stored at once.
-    fn batch(&mut self, arrival_us: u64, batch: &telemetry::Batch) {
-        if self.cfg.timestamps == TimestampMode::Event && self.offset.is_none() {
-            if let Some(first) = batch.records.first() {
-                let o = self.cfg.event_offset_us.unwrap_or_else(|| {
-                    event_offset(first.timestamp_us(), epoch_us(), self.cfg.resume_after_us)
-                });
-                log::info!("event times are stored + {o} µs");
-                self.offset = Some(o);
+    /// Declares source `id` with `schema`; its slot, or `None` (counted,
+    /// logged) when the engine refuses it.
+    #[cold]
+    fn declare(&mut self, id: u64, key: Option<SourceKey>, schema: SourceSchema) -> Option<usize> {
+        match self.writer.declare(SourceId(id), schema) {
+            Ok(handle) => {
+                log::info!(
+                    "declared source {} ({id:#x})",
+                    telemetry::source::describe(id).unwrap_or_default()
+                );
+                Some(self.sources.insert(id, key, Source { handle, last_ts: 0 }))
             }
+            Err(e) => {
+                self.errors += 1;
+                if self.errors <= 10 {
+                    log::error!("cannot declare source {id:#x}: {e}");
+                }
+                None
+            }
+        }
+    }
+
+    /// The slot of the telemetry source `key`, declared on first sight.
+    #[inline]
+    fn slot_of(&mut self, key: SourceKey) -> Option<usize> {
+        match self.sources.lookup(key) {
+            Some(i) => Some(i),
+            None => match self.sources.lookup_id(key.id()) {
+                Some(i) => {
+                    self.sources.bind(key, i);
+                    Some(i)
+                }
+                None => self.declare(key.id(), Some(key), schema_of(&key.series())),
+            },
+        }
+    }
+
+    /// Appends one record of source `id` at `ts`, declaring the source with
+    /// `schema()` on first sight (the path for records that do not come as
+    /// telemetry payloads). Counts into `t`; call [`Self::account`] after.
+    // The entry point of ingest paths without telemetry payloads (OTLP,
+    // being added alongside); tested below.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn append(
+        &mut self,
+        id: u64,
+        schema: impl FnOnce() -> SourceSchema,
+        ts: u64,
+        bytes: &[u8],
+        t: &mut Tally,
+    ) {
+        let slot = match self.sources.lookup_id(id) {
+            Some(i) => Some(i),
+            None => self.declare(id, None, schema()),
+        };
+        match slot {
+            Some(i) => self.push(i, ts, bytes, t),
+            None => t.skipped += 1,
+        }
+    }
+
+    /// Sets the event-time offset at the first record of the run.
+    fn anchor(&mut self, first_event_us: u64) {
+        if self.cfg.timestamps == TimestampMode::Event && self.offset.is_none() {
+            let o = self.cfg.event_offset_us.unwrap_or_else(|| {
+                event_offset(first_event_us, epoch_us(), self.cfg.resume_after_us)
+            });
+            log::info!("event times are stored + {o} µs");
+            self.offset = Some(o);
+        }
+    }
+
+    /// Takes one group of frames: event mode with a reorder window holds its
+    /// records until their time is released; everything else is pushed
+    /// straight from the wire bytes.
+    fn frames(&mut self, f: &Frames) {
+        if let Some((kind, body)) = f.records().next() {
+            self.anchor(raw::event_time(kind, body));
         }
         let offset = self.offset.unwrap_or(0);
-        let mode = self.cfg.timestamps;
-        let time = |r: &telemetry::Record| match mode {
-            TimestampMode::Arrival => arrival_us,
-            TimestampMode::Event => r.timestamp_us().saturating_add(offset),
-        };
-        match self.reorder.as_mut() {
-            Some(stage) => {
-                for r in &batch.records {
-                    stage.add(time(r), *r);
+        let mut t = Tally::default();
+        match (self.cfg.timestamps, self.reorder.is_some()) {
+            (TimestampMode::Arrival, _) => {
+                for (kind, body) in f.records() {
+                    match self.slot_of(SourceKey::of(kind, body)) {
+                        Some(i) => self.push(i, f.arrival_us, body, &mut t),
+                        None => t.skipped += 1,
+                    }
                 }
-                let mut ready = std::mem::take(&mut self.ready);
-                stage.release(&mut ready);
-                self.store_all(&ready);
-                ready.clear();
-                self.ready = ready;
             }
-            None => {
-                let mut t = Tally::default();
-                for r in &batch.records {
-                    self.store(time(r), r, &mut t);
+            (TimestampMode::Event, false) => {
+                for (kind, body) in f.records() {
+                    let ts = raw::event_time(kind, body).saturating_add(offset);
+                    match self.slot_of(SourceKey::of(kind, body)) {
+                        Some(i) => self.push(i, ts, body, &mut t),
+                        None => t.skipped += 1,
+                    }
                 }
-                self.account(t);
+            }
+            (TimestampMode::Event, true) => {
+                if let Some(stage) = self.reorder.as_mut() {
+                    for (kind, body) in f.records() {
+                        if let Ok(r) = telemetry::Record::decode(kind, body) {
+                            stage.add(r.timestamp_us().saturating_add(offset), r);
+                        }
+                    }
+                    let mut ready = std::mem::take(&mut self.ready);
+                    stage.release(&mut ready);
+                    self.store_all(&ready, &mut t);
+                    ready.clear();
+                    self.ready = ready;
+                }
             }
         }
+        self.account(t);
     }
 
     /// Stores records released by the reorder stage.
-    fn store_all(&mut self, ready: &[(u64, telemetry::Record)]) {
-        let mut t = Tally::default();
+    fn store_all(&mut self, ready: &[(u64, telemetry::Record)], t: &mut Tally) {
+        let mut buf = std::mem::take(&mut self.buf);
         for (ts, r) in ready {
-            self.store(*ts, r, &mut t);
+            buf.clear();
+            r.encode_into(&mut buf);
+            match self.slot_of(SourceKey::of_record(r)) {
+                Some(i) => self.push(i, *ts, &buf, t),
+                None => t.skipped += 1,
+            }
         }
-        self.account(t);
+        self.buf = buf;
     }
 
     /// Releases everything the reorder stages hold (end of ingest).
@@ -211,7 +299,9 @@ impl Ingest {
         if let Some(stage) = self.reorder.as_mut() {
             let mut ready = Vec::new();
             stage.flush(&mut ready);
-            self.store_all(&ready);
+            let mut t = Tally::default();
+            self.store_all(&ready, &mut t);
+            self.account(t);
         }
         let t = self.otlp.flush(&mut self.writer);
         self.account(t);
@@ -222,12 +312,12 @@ impl Ingest {
         self.reorder.as_ref().map_or(0, |r| r.held()) + self.otlp.held()
     }
 
-    /// Pushes one record at `ts` (raised to its source's newest time when
-    /// older: a record that came after its time was released).
-    fn store(&mut self, ts: u64, r: &telemetry::Record, t: &mut Tally) {
-        // Computed once per record: a syscall's id hashes a formatted tag.
-        let id = r.source_id();
-        let Some(src) = self.source(id, r) else {
+    /// Pushes one record of the source in `slot` at `ts` (raised to the
+    /// source's newest time when older: a record that came after its time
+    /// was released).
+    #[inline]
+    fn push(&mut self, slot: usize, ts: u64, bytes: &[u8], t: &mut Tally) {
+        let Some(src) = self.sources.get_mut(slot) else {
             t.skipped += 1;
             return;
         };
@@ -236,16 +326,11 @@ impl Ingest {
             ts = src.last_ts;
             t.clamped += 1;
         }
-        let handle = src.handle;
-        self.buf.clear();
-        r.encode_into(&mut self.buf);
-        match self.writer.push(handle, ts, &self.buf) {
+        match self.writer.push(src.handle, ts, bytes) {
             Ok(_) => {
-                if let Some(s) = self.sources.get_mut(&id) {
-                    s.last_ts = ts;
-                }
+                src.last_ts = ts;
                 t.ingested += 1;
-                t.newest = Some(t.newest.map_or(ts, |n: u64| n.max(ts)));
+                t.newest = t.newest.max(ts);
             }
             Err(loom::Error::StorageFailing(why)) => {
                 t.refused += 1;
@@ -261,7 +346,8 @@ impl Ingest {
         }
     }
 
-    fn account(&mut self, t: Tally) {
+    /// Adds a tally to the shared counters.
+    pub fn account(&mut self, t: Tally) {
         if t.ingested > 0 {
             self.health.stored();
         }
@@ -269,8 +355,11 @@ impl Ingest {
         c.records_ingested.fetch_add(t.ingested, Ordering::Relaxed);
         c.records_clamped.fetch_add(t.clamped, Ordering::Relaxed);
         c.records_refused.fetch_add(t.refused, Ordering::Relaxed);
-        c.records_skipped.fetch_add(t.skipped, Ordering::Relaxed);
-        if let Some(n) = t.newest {
+        c.recv
+            .records_skipped
+            .fetch_add(t.skipped, Ordering::Relaxed);
+        if t.ingested > 0 {
+            let n = t.newest;
             c.now_us.fetch_max(n, Ordering::Relaxed);
             if self.first_stored.is_none() {
                 self.first_stored = Some(n);
@@ -297,29 +386,12 @@ impl Ingest {
 pub fn run(
     writer: Writer,
     rx: Receiver<Msg>,
+    pool: BufferPool,
     counters: Arc<Counters>,
     shutdown: Arc<AtomicBool>,
-    cfg: IngestConfig,
-    otlp: OtlpStage,
+    (cfg, otlp): (IngestConfig, OtlpStage),
 ) -> (Writer, IngestEnd) {
-    let cfg_reorder_us = match cfg.timestamps {
-        TimestampMode::Event => cfg.reorder_window_us,
-        TimestampMode::Arrival => 0,
-    };
-    let mut ing = Ingest {
-        writer,
-        counters: Arc::clone(&counters),
-        cfg,
-        sources: HashMap::new(),
-        buf: Vec::with_capacity(64),
-        offset: None,
-        first_stored: None,
-        errors: 0,
-        health: StorageHealth::default(),
-        reorder: (cfg_reorder_us > 0).then(|| Reorder::new(cfg_reorder_us)),
-        ready: Vec::new(),
-        otlp,
-    };
+    let mut ing = Ingest::new(writer, Arc::clone(&counters), cfg, otlp);
     let mut ended = 0u64;
     let mut last_batch = Instant::now();
     let mut last_sync = Instant::now();
@@ -329,10 +401,17 @@ pub fn run(
         if shutdown.load(Ordering::Relaxed) {
             break IngestEnd::Shutdown;
         }
-        match rx.recv_timeout(Duration::from_millis(20)) {
-            Ok(Msg::Batch { arrival_us, batch }) => {
+        // Wake up when a sync is due even if nothing arrives.
+        let wait = if dirty {
+            ing.cfg.sync_interval.saturating_sub(last_sync.elapsed())
+        } else {
+            IDLE_WAIT
+        };
+        match rx.recv_timeout(wait) {
+            Ok(Msg::Frames(f)) => {
                 last_batch = Instant::now();
-                ing.batch(arrival_us, &batch);
+                ing.frames(&f);
+                pool.give(f.payload);
                 dirty = true;
                 if let (Some(cut), Some(first)) = (ing.cfg.stop_after_data_us, ing.first_stored) {
                     if counters.now_us.load(Ordering::Relaxed) - first >= cut {
@@ -368,22 +447,28 @@ pub fn run(
             last_persist = Instant::now();
             last_sync = last_persist;
             dirty = false;
-        } else if dirty && (rx.is_empty() || last_sync.elapsed() >= ing.cfg.sync_interval) {
-            ing.writer.sync();
-            last_sync = Instant::now();
-            dirty = false;
+        } else if dirty {
+            // Publish when the interval is up, or early when the queue is
+            // empty (the data is then as fresh as it gets) but not more than
+            // once per MIN_SYNC_GAP: each sync pins the active buffers.
+            let since = last_sync.elapsed();
+            if since >= ing.cfg.sync_interval || (rx.is_empty() && since >= MIN_SYNC_GAP) {
+                ing.writer.sync();
+                last_sync = Instant::now();
+                dirty = false;
+            }
         }
     };
     ing.flush_reorder();
-    counters.ingest_stopped.store(true, Ordering::SeqCst);
-    // Batches still queued will not be ingested: count them as skipped.
+    counters.recv.ingest_stopped.store(true, Ordering::SeqCst);
+    // Frames still queued will not be ingested: count them as skipped.
     for msg in rx.try_iter() {
         let n = match msg {
-            Msg::Batch { batch, .. } => batch.records.len() as u64,
+            Msg::Frames(f) => f.records,
             Msg::Otlp(records) => records.len() as u64,
             Msg::ConnectionEnded => 0,
         };
-        counters.records_skipped.fetch_add(n, Ordering::Relaxed);
+        endpoint::Counters::add(&counters.recv.records_skipped, n);
     }
     ing.persist();
     if ing.errors > 0 {
@@ -395,6 +480,60 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn config() -> IngestConfig {
+        IngestConfig {
+            timestamps: TimestampMode::Arrival,
+            event_offset_us: None,
+            resume_after_us: 0,
+            sync_interval: Duration::from_millis(5),
+            persist_interval: Duration::from_secs(1),
+            stop_after_connections: None,
+            reorder_window_us: 0,
+            stop_after_data_us: None,
+        }
+    }
+
+    /// Records appended by id (the path of non-telemetry ingest) and pushed
+    /// from wire-form frames land in their sources, the same source for the
+    /// same id whichever path declared it; an older time is raised and counted.
+    #[test]
+    fn appended_and_framed_records_share_sources() {
+        let dir = tempfile::tempdir().unwrap();
+        let (writer, reader) = loom::open(dir.path(), loom::Config::default()).unwrap();
+        let counters = Arc::new(Counters::default());
+        let otlp = OtlpStage::new(Arc::new(otlp::Registry::new(16, [])), 0);
+        let mut ing = Ingest::new(writer, counters.clone(), config(), otlp);
+        let read = SourceKey::Kv(false);
+        let schema = || schema_of(&read.series());
+        let mut t = Tally::default();
+        let mut body = Vec::new();
+        telemetry::Record::KvOp(telemetry::KvOp {
+            thread_id: 1,
+            op: telemetry::KvOpKind::Read,
+            start_us: 5,
+            duration_us: 9,
+        })
+        .encode_into(&mut body);
+        ing.append(read.id(), schema, 100, &body, &mut t);
+        ing.append(read.id(), schema, 90, &body, &mut t);
+        ing.account(t);
+        let mut payload = vec![telemetry::Kind::KvOp as u8];
+        payload.extend_from_slice(&body);
+        ing.frames(&Frames {
+            arrival_us: 200,
+            payload,
+            frames: 1,
+            records: 1,
+        });
+        ing.writer.sync();
+        let snap = reader.snapshot();
+        assert_eq!(snap.sources(), vec![SourceId(read.id())]);
+        assert_eq!(snap.retained_count(SourceId(read.id())), 3);
+        assert_eq!(snap.time_span(SourceId(read.id())), Some((100, 200)));
+        assert_eq!(Counters::get(&counters.records_ingested), 3);
+        assert_eq!(Counters::get(&counters.records_clamped), 1);
+    }
 
     #[test]
     fn event_offset_lands_at_now_or_after_the_store() {

@@ -33,6 +33,7 @@ mod receive;
 mod reorder;
 mod report;
 mod schedule;
+mod source_table;
 mod sources;
 mod store;
 
@@ -49,6 +50,9 @@ use counters::Counters;
 use ingest::{IngestConfig, IngestEnd};
 use queries::Query;
 use schedule::{print_answer, ABLATION_MARGIN_US, ABLATION_WINDOW_US};
+
+/// Idle payload buffers kept for the receivers.
+const RECYCLED_BUFFERS: usize = 64;
 
 fn spawn<F: FnOnce() + Send + 'static>(name: &str, f: F) -> anyhow::Result<()> {
     std::thread::Builder::new()
@@ -97,7 +101,10 @@ fn main() -> anyhow::Result<()> {
         ctrlc::set_handler(move || shutdown.store(true, Ordering::SeqCst))
             .context("installing the Ctrl-C handler")?;
     }
-    let (tx, rx) = crossbeam_channel::bounded(cli.queue_capacity);
+    let (tx, rx) = crossbeam_channel::bounded::<receive::Msg>(cli.queue_capacity);
+    let recv_cfg = endpoint::ReceiveConfig::new(cli.max_payload_bytes);
+    // Enough idle buffers for every receiver's next group while ingest keeps up.
+    let pool = endpoint::BufferPool::new(RECYCLED_BUFFERS, recv_cfg.group_bytes + (64 << 10));
     let snap = reader.snapshot();
     let registry = Arc::new(otlp::Registry::new(
         cli.otlp_max_series,
@@ -122,9 +129,9 @@ fn main() -> anyhow::Result<()> {
     ));
     let otlp_servers = otlp_ingest::start(&cli, intake, token.as_deref())?;
     {
-        let (counters, max_payload) = (counters.clone(), cli.max_payload_bytes);
+        let (recv, pool) = (counters.recv.clone(), pool.clone());
         spawn("listener", move || {
-            receive::listen(listener, tx, counters, max_payload)
+            endpoint::listen(listener, tx, recv, pool, recv_cfg)
         })?;
     }
 
@@ -165,7 +172,7 @@ fn main() -> anyhow::Result<()> {
         };
         std::thread::Builder::new()
             .name("ingest".into())
-            .spawn(move || ingest::run(writer, rx, counters, shutdown, cfg, otlp_stage))
+            .spawn(move || ingest::run(writer, rx, pool, counters, shutdown, (cfg, otlp_stage)))
             .context("starting the ingest thread")?
     };
     {
@@ -222,18 +229,18 @@ fn main() -> anyhow::Result<()> {
     }
 
     let c = &counters;
-    let received = Counters::get(&c.records_received);
-    let dropped = Counters::get(&c.records_dropped);
+    let received = Counters::get(&c.recv.records_received);
+    let dropped = Counters::get(&c.recv.records_dropped);
     println!(
         "Final: records received {received}, dropped {dropped} ({:.3} %), ingested {}, not stored {}, not ingested after ingest stopped {}, batches received {} dropped {}, connections {} (bad {}), timestamps raised to keep order {}, persists failed {}, data time {:.3} s, wall {:.3} s",
         if received > 0 { dropped as f64 * 100.0 / received as f64 } else { 0.0 },
         Counters::get(&c.records_ingested),
         Counters::get(&c.records_refused),
-        Counters::get(&c.records_skipped),
-        Counters::get(&c.batches_received),
-        Counters::get(&c.batches_dropped),
-        Counters::get(&c.connections),
-        Counters::get(&c.bad_connections),
+        Counters::get(&c.recv.records_skipped),
+        Counters::get(&c.recv.batches_received),
+        Counters::get(&c.recv.batches_dropped),
+        Counters::get(&c.recv.connections),
+        Counters::get(&c.recv.bad_connections),
         Counters::get(&c.records_clamped),
         Counters::get(&c.persist_failures),
         now.saturating_sub(first) as f64 / 1e6,
@@ -252,7 +259,7 @@ fn main() -> anyhow::Result<()> {
             "STATS received={received} dropped={dropped} ingested={} not_stored={} bad_connections={}",
             Counters::get(&c.records_ingested),
             Counters::get(&c.records_refused),
-            Counters::get(&c.bad_connections)
+            Counters::get(&c.recv.bad_connections)
         );
     }
     drop(otlp_servers);

@@ -17,22 +17,27 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use telemetry::raw::SourceKey;
 use telemetry::Record;
 
 /// A record the stage can hold: it names its source.
 pub trait Keyed {
-    /// The record's source id.
-    fn source_id(&self) -> u64;
+    /// What tells the record's source apart, cheap to hash.
+    type Key: std::hash::Hash + Eq + Copy;
+    /// The record's source key.
+    fn key(&self) -> Self::Key;
 }
 
 impl Keyed for Record {
-    fn source_id(&self) -> u64 {
-        Record::source_id(self)
+    type Key = SourceKey;
+    fn key(&self) -> SourceKey {
+        SourceKey::of_record(self)
     }
 }
 
 impl Keyed for otlp::Shaped {
-    fn source_id(&self) -> u64 {
+    type Key = u64;
+    fn key(&self) -> u64 {
         self.source
     }
 }
@@ -93,7 +98,7 @@ impl<T> SourceRuns<T> {
 pub struct Reorder<T = Record> {
     window_us: u64,
     newest: u64,
-    sources: HashMap<u64, SourceRuns<T>>,
+    sources: HashMap<T::Key, SourceRuns<T>>,
     held: usize,
 }
 
@@ -111,7 +116,10 @@ impl<T: Keyed> Reorder<T> {
     /// Takes one record to be stored at `ts`.
     pub fn add(&mut self, ts: u64, r: T) {
         self.newest = self.newest.max(ts);
-        self.sources.entry(r.source_id()).or_default().add(ts, r);
+        self.sources
+            .entry(r.key())
+            .or_default()
+            .add(ts, r);
         self.held += 1;
     }
 

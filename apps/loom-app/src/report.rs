@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::counters::Counters;
-use crate::schedule::sleep_unless;
+use endpoint::output::sleep_unless;
 
 /// Prints `Records received: r, dropped: d, total received R dropped D,
 /// not stored n, raised m, otlp accepted a rejected j throttled t` every
@@ -18,8 +18,8 @@ pub fn run(counters: Arc<Counters>, finished: Arc<AtomicBool>, interval: Duratio
     let mut last = [0u64; 7];
     while sleep_unless(&finished, interval) {
         let now = [
-            Counters::get(&counters.records_received),
-            Counters::get(&counters.records_dropped),
+            Counters::get(&counters.recv.records_received),
+            Counters::get(&counters.recv.records_dropped),
             Counters::get(&counters.records_refused),
             Counters::get(&counters.records_clamped),
             Counters::get(&counters.otlp_accepted),

@@ -1,9 +1,11 @@
 //! When questions are asked: periodically while data flows, once at the
 //! end, or (ablation) after ingest stops at the cut-off.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use endpoint::output::{sleep_unless, AnswerLines};
 
 use loom::Reader;
 
@@ -20,32 +22,20 @@ pub const ABLATION_WINDOW_US: u64 = 120_000_000;
 /// Gap between the ablation window's end plus lookback and the newest data.
 pub const ABLATION_MARGIN_US: u64 = 5_000_000;
 
-/// Sleeps `d` unless `flag` is set first; true when the full time passed.
-pub fn sleep_unless(flag: &AtomicBool, d: Duration) -> bool {
-    let end = Instant::now() + d;
-    while Instant::now() < end {
-        if flag.load(Ordering::Relaxed) {
-            return false;
-        }
-        std::thread::sleep((end - Instant::now()).min(Duration::from_millis(100)));
-    }
-    !flag.load(Ordering::Relaxed)
-}
-
 /// Asks `q` over `[t0, t1]` and prints the answer lines.
 pub fn print_answer(reader: &Reader, q: Query, t0: u64, t1: u64, machine: bool) {
     match queries::run(reader, q, t0, t1) {
         None => {}
         Some(Ok(a)) => {
-            println!("Query {} window [{t0}, {t1}] µs: {}", q.name(), a.text);
-            if machine {
-                println!("ANSWER query={} t0={t0} t1={t1} {}", q.name(), a.machine);
+            AnswerLines {
+                name: q.name(),
+                t0,
+                t1,
+                text: &a.text,
+                machine: &a.machine,
+                latency: a.latency,
             }
-            println!(
-                "Query Latency ({}): {:.3} ms",
-                q.name(),
-                a.latency.as_secs_f64() * 1e3
-            );
+            .print(machine);
         }
         Some(Err(e)) => println!("Query {} failed: {e}", q.name()),
     }

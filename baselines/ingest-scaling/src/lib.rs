@@ -1,8 +1,9 @@
 //! Ingest-scaling baseline (figure 14): how many records per second can one
 //! telemetry source be written into Loom, LMDB, RocksDB or a plain file?
 //!
-//! Every run writes one random payload (generated once, fixed seed) as fast as
-//! possible for a fixed duration. Each record is stamped with the current time
+//! Every run writes records of one fixed random payload whose first 8 bytes
+//! are a latency-like value that varies per record ([`values`], precomputed
+//! from a fixed seed) as fast as possible for a fixed duration. Each record is stamped with the current time
 //! like `loom-app` stamps arrival time: a monotonic clock in µs since the run
 //! started, read once per [`STAMP_EVERY`] records (loom-app likewise stamps a
 //! whole received batch with one arrival time). Every store publishes what was
@@ -18,6 +19,7 @@ pub mod run;
 pub mod sink;
 pub mod storage;
 pub mod summary;
+pub mod values;
 
 pub use run::{run, Db, RunConfig};
 pub use summary::Summary;

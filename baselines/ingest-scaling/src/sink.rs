@@ -19,7 +19,7 @@ pub trait Sink {
 }
 
 /// Builds `ts (8 B, big-endian) + payload`, the value stored per record in the
-/// key-value stores; the timestamp part is rewritten in place per record.
+/// key-value stores, rebuilt in place per record (no allocation).
 #[derive(Debug)]
 pub(crate) struct ValueBuf {
     buf: Vec<u8>,
@@ -39,7 +39,9 @@ impl ValueBuf {
             self.buf.extend_from_slice(&ts_us.to_be_bytes());
             self.buf.extend_from_slice(payload);
         } else {
+            // Every record's payload differs (its value): copy it each time.
             self.buf[..8].copy_from_slice(&ts_us.to_be_bytes());
+            self.buf[8..].copy_from_slice(payload);
         }
         &self.buf
     }
@@ -53,6 +55,6 @@ mod tests {
     fn value_is_timestamp_then_payload() {
         let mut v = ValueBuf::new();
         assert_eq!(v.fill(1, b"ab"), &[0, 0, 0, 0, 0, 0, 0, 1, b'a', b'b']);
-        assert_eq!(v.fill(2, b"ab"), &[0, 0, 0, 0, 0, 0, 0, 2, b'a', b'b']);
+        assert_eq!(v.fill(2, b"cd"), &[0, 0, 0, 0, 0, 0, 0, 2, b'c', b'd']);
     }
 }

@@ -3,8 +3,10 @@
 use std::fmt;
 
 /// Result of one run; its `Display` form is the stable stdout line
-/// `db=<db> threads=<t> size=<bytes> records/s=<x> MB/s=<y>`
-/// (MB/s counts payload bytes only, 1 MB = 10^6 bytes).
+/// `db=<db> threads=<t> size=<bytes> records/s=<x> MB/s=<y> close_s=<c>`
+/// (MB/s counts payload bytes only, 1 MB = 10^6 bytes; `close_s` is the time
+/// closing the store took after the timed part, not in records/s; older
+/// lines without it parse with `close_s` 0).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Summary {
     /// `loom`, `loom-index`, `lmdb`, `rocksdb` or `file`.
@@ -17,6 +19,8 @@ pub struct Summary {
     pub records_per_s: f64,
     /// Payload megabytes (10^6 B) written per second.
     pub mb_per_s: f64,
+    /// Seconds closing the store took after the timed part.
+    pub close_s: f64,
 }
 
 impl Summary {
@@ -33,7 +37,14 @@ impl Summary {
             size,
             records_per_s,
             mb_per_s: records_per_s * size as f64 / 1e6,
+            close_s: 0.0,
         }
+    }
+
+    /// The summary with the store's close time.
+    pub fn with_close(mut self, close_s: f64) -> Self {
+        self.close_s = close_s;
+        self
     }
 
     /// Parses a line printed by `Display`; `None` if it is not one.
@@ -43,6 +54,7 @@ impl Summary {
         let mut size = None;
         let mut rps = None;
         let mut mbps = None;
+        let mut close_s = 0.0;
         for field in line.split_whitespace() {
             let (k, v) = field.split_once('=')?;
             match k {
@@ -51,6 +63,7 @@ impl Summary {
                 "size" => size = v.parse().ok(),
                 "records/s" => rps = v.parse().ok(),
                 "MB/s" => mbps = v.parse().ok(),
+                "close_s" => close_s = v.parse().ok()?,
                 _ => return None,
             }
         }
@@ -60,6 +73,7 @@ impl Summary {
             size: size?,
             records_per_s: rps?,
             mb_per_s: mbps?,
+            close_s,
         })
     }
 }
@@ -68,8 +82,8 @@ impl fmt::Display for Summary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "db={} threads={} size={} records/s={:.0} MB/s={:.2}",
-            self.db, self.threads, self.size, self.records_per_s, self.mb_per_s
+            "db={} threads={} size={} records/s={:.0} MB/s={:.2} close_s={:.3}",
+            self.db, self.threads, self.size, self.records_per_s, self.mb_per_s, self.close_s
         )
     }
 }
@@ -80,13 +94,15 @@ mod tests {
 
     #[test]
     fn line_round_trips() {
-        let s = Summary::from_count("rocksdb", 2, 64, 3_000_000, 2.0);
+        let s = Summary::from_count("rocksdb", 2, 64, 3_000_000, 2.0).with_close(0.25);
         let line = s.to_string();
         assert_eq!(
             line,
-            "db=rocksdb threads=2 size=64 records/s=1500000 MB/s=96.00"
+            "db=rocksdb threads=2 size=64 records/s=1500000 MB/s=96.00 close_s=0.250"
         );
         assert_eq!(Summary::parse(&line), Some(s));
+        let old = Summary::parse("db=file threads=1 size=8 records/s=10 MB/s=0.00").unwrap();
+        assert_eq!(old.close_s, 0.0);
     }
 
     #[test]

@@ -2,10 +2,10 @@
 //! checks that its last stdout line is a parseable summary with records/s > 0,
 //! then reads the kept store back with the store's own API and compares it
 //! with what the run says it wrote: the same number of records per writer,
-//! each holding the run's payload and a timestamp inside the run, in write
-//! order.
+//! each holding the run's payload with its record's value (see
+//! `ingest_scaling::values`) and a timestamp inside the run, in write order.
 
-use ingest_scaling::run::payload;
+use ingest_scaling::values::Payloads;
 use ingest_scaling::{Summary, STAMP_EVERY};
 use std::path::Path;
 use std::process::Command;
@@ -18,7 +18,7 @@ const DURATION_US: u64 = 1_000_000;
 /// the previous one, changing only where the writer read the clock (every
 /// `STAMP_EVERY` records), and the timestamps advance over the run.
 struct Expect {
-    payload: Vec<u8>,
+    payloads: Payloads,
     first_ts: Option<u64>,
     last_ts: u64,
     what: String,
@@ -27,7 +27,7 @@ struct Expect {
 impl Expect {
     fn new(what: String) -> Self {
         Expect {
-            payload: payload(SIZE),
+            payloads: Payloads::new(SIZE),
             first_ts: None,
             last_ts: 0,
             what,
@@ -36,7 +36,11 @@ impl Expect {
 
     fn record(&mut self, k: u64, ts: u64, bytes: &[u8]) {
         let what = &self.what;
-        assert_eq!(bytes, &self.payload[..], "{what}: payload of record {k}");
+        assert_eq!(
+            bytes,
+            &self.payloads.record(k)[..],
+            "{what}: payload of record {k}"
+        );
         assert!(
             ts >= self.last_ts && ts < DURATION_US,
             "{what}: record {k} stamped {ts} µs after one stamped {} µs (run lasts {DURATION_US} µs)",

@@ -62,6 +62,8 @@ pub(crate) struct SlabWriter<T: Copy> {
     storage: Arc<Storage<T>>,
     len: usize,
     align: usize,
+    /// Memory given up by [`Self::reset_double_buffered`] while views held it.
+    spare: Option<Arc<Storage<T>>>,
 }
 
 /// A reader's view of a slab's published prefix.
@@ -86,7 +88,13 @@ impl<T: Copy> SlabWriter<T> {
             storage: Arc::new(Storage::new(cap, align)),
             len: 0,
             align,
+            spare: None,
         }
+    }
+
+    /// True when no view holds the memory (a reset reuses it).
+    pub(crate) fn is_unique(&mut self) -> bool {
+        Arc::get_mut(&mut self.storage).is_some()
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -162,6 +170,31 @@ impl<T: Copy> SlabWriter<T> {
     pub(crate) fn reset(&mut self) {
         if Arc::get_mut(&mut self.storage).is_none() {
             self.storage = Arc::new(Storage::new(self.storage.cap, self.align));
+        }
+        self.len = 0;
+    }
+
+    /// Empties the slab like [`Self::reset`], but when views still hold the
+    /// memory, switches to the memory given up by the previous such reset
+    /// if no view holds that any more (the usual case: readers see a new
+    /// snapshot every few ms), and keeps the current memory as the next
+    /// spare. A slab reset about once per publish then alternates between
+    /// two allocations instead of allocating (and faulting in) new memory
+    /// each time.
+    pub(crate) fn reset_double_buffered(&mut self) {
+        if Arc::get_mut(&mut self.storage).is_none() {
+            // `get_mut` (not a count) so the readers' last reads happen
+            // before our writes.
+            // A spare still viewed lives on with its readers.
+            let next = match self
+                .spare
+                .take()
+                .map(|mut s| (Arc::get_mut(&mut s).is_some(), s))
+            {
+                Some((true, s)) => s,
+                _ => Arc::new(Storage::new(self.storage.cap, self.align)),
+            };
+            self.spare = Some(std::mem::replace(&mut self.storage, next));
         }
         self.len = 0;
     }
@@ -291,6 +324,35 @@ mod tests {
         w.advance(3);
         assert_eq!(v.as_slice(), b"abc");
         assert_eq!(w.written(), b"xyz");
+    }
+
+    #[test]
+    fn double_buffered_reset_keeps_views_and_alternates_two_allocations() {
+        let mut w: SlabWriter<u8> = SlabWriter::new(16, 4096);
+        let first = w.storage.ptr;
+        let mut seen = vec![first];
+        for round in 0..10u8 {
+            w.spare_mut()[0] = round;
+            w.advance(1);
+            // A published view holds the memory across the reset ...
+            let v = w.view();
+            w.reset_double_buffered();
+            w.spare_mut()[0] = 100 + round;
+            w.advance(1);
+            assert_eq!(v.as_slice(), [round], "a view keeps what it saw");
+            assert_eq!(w.written(), [100 + round]);
+            if !seen.contains(&w.storage.ptr) {
+                seen.push(w.storage.ptr);
+            }
+            // ... until the next publish replaces it.
+            drop(v);
+            w.reset_double_buffered();
+        }
+        assert_eq!(seen.len(), 2, "two allocations take turns");
+        // Without views a reset reuses the memory in place.
+        let p = w.storage.ptr;
+        w.reset_double_buffered();
+        assert_eq!(w.storage.ptr, p);
     }
 
     #[test]

@@ -108,7 +108,7 @@ impl Writer {
         });
         s.newest_chunk = addr;
         s.count = 0;
-        s.active.reset();
+        s.active.reset_double_buffered();
         let indexed = s.index.is_some();
         let last_ts = header.last_ts;
         self.stats.chunks += 1;

@@ -123,6 +123,12 @@ impl Writer {
             match self.in_flight.front() {
                 Some(front) if front.written => {
                     if let Some(mut slot) = self.in_flight.pop_front() {
+                        if !slot.block.is_unique() {
+                            // The published snapshot still lists the block:
+                            // publish without it so its memory is reused
+                            // instead of a new block being faulted in.
+                            self.sync();
+                        }
                         slot.block.reset();
                         return Ok(slot.block);
                     }

@@ -1,4 +1,6 @@
-//! `data-stats FILE`: per-source record counts, rates and value percentiles.
+//! `data-stats FILE`: per-source record counts, rates and value percentiles,
+//! then how far out of event-time order records arrive (what sizes
+//! loom-app's `--reorder-window-ms`; see `replay::disorder`).
 
 use std::path::PathBuf;
 
@@ -42,6 +44,37 @@ fn main() -> anyhow::Result<()> {
     }
     println!(
         "(values: duration µs for kv and syscall sources, 0 for pagecache, dst port for packets)"
+    );
+    let d = &s.disorder;
+    let pct = |n: u64| n as f64 * 100.0 / d.records.max(1) as f64;
+    println!(
+        "disorder: {} of {} records ({:.3} %) arrive behind the newest event time seen; lateness p50 {} µs, p99 {} µs, p99.9 {} µs, p99.99 {} µs, max {} µs",
+        d.behind,
+        d.records,
+        pct(d.behind),
+        d.p50,
+        d.p99,
+        d.p999,
+        d.p9999,
+        d.max
+    );
+    let windows: Vec<String> = d
+        .later_than
+        .iter()
+        .map(|&(w, n)| format!("{w} ms {n} ({:.4} %)", pct(n)))
+        .collect();
+    println!(
+        "disorder: records later than a reorder window of {}",
+        windows.join(", ")
+    );
+    let per: Vec<String> = d
+        .per_source_max
+        .iter()
+        .map(|(name, m)| format!("{name} {:.1} ms", *m as f64 / 1e3))
+        .collect();
+    println!(
+        "disorder: largest lateness within one source: {}",
+        per.join(", ")
     );
     Ok(())
 }

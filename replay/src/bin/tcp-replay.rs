@@ -117,13 +117,15 @@ fn main() {
                 EndReason::Stopped => "stopped by signal",
             };
             println!(
-                "Replay done ({why}): {} batches, {} records in {:.2} s ({:.0} records/s), {} loops, max behind {:.1} ms",
+                "Replay done ({why}): {} batches, {} records in {:.2} s ({:.0} records/s), {} loops, max behind {:.1} ms, {} bytes sent ({:.1} MB/s)",
                 s.batches,
                 s.records,
                 s.elapsed_s,
                 s.records as f64 / s.elapsed_s.max(1e-9),
                 s.loops,
-                s.max_behind_ms
+                s.max_behind_ms,
+                s.bytes,
+                s.bytes as f64 / 1e6 / s.elapsed_s.max(1e-9)
             );
         }
         Err(e) => {

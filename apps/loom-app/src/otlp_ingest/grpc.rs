@@ -184,6 +184,7 @@ mod tests {
         assert_eq!(r.into_inner().partial_success, None);
         assert_eq!(Counters::get(&counters.otlp_throttled), 1);
         counters
+            .recv
             .ingest_stopped
             .store(true, std::sync::atomic::Ordering::SeqCst);
         let e = LogsService::export(&svc, req()).await.expect_err("stopped");

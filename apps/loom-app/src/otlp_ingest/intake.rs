@@ -88,7 +88,7 @@ impl Intake {
     /// Whether a request would be throttled now (checked before decoding,
     /// so a busy endpoint spends nothing on requests it cannot take).
     pub fn busy(&self) -> Option<Outcome> {
-        if self.counters.ingest_stopped.load(Ordering::Relaxed) {
+        if self.counters.recv.ingest_stopped.load(Ordering::Relaxed) {
             Some(Outcome::Stopped)
         } else if self.tx.is_full() {
             Some(Outcome::Busy)
@@ -112,7 +112,7 @@ impl Intake {
     /// Queues the converted records; counts what happened.
     pub fn take(&self, converted: Converted) -> Outcome {
         let c = &self.counters;
-        if c.ingest_stopped.load(Ordering::Relaxed) {
+        if c.recv.ingest_stopped.load(Ordering::Relaxed) {
             c.otlp_throttled.fetch_add(1, Ordering::Relaxed);
             return Outcome::Stopped;
         }
@@ -134,7 +134,7 @@ impl Intake {
         }
         c.otlp_requests.fetch_add(1, Ordering::Relaxed);
         c.otlp_accepted.fetch_add(n, Ordering::Relaxed);
-        c.records_received.fetch_add(n, Ordering::Relaxed);
+        c.recv.records_received.fetch_add(n, Ordering::Relaxed);
         c.otlp_rejected.fetch_add(rejected, Ordering::Relaxed);
         if rejected > 0 {
             log::debug!("OTLP partial success: {rejected} refused: {message}");
@@ -209,9 +209,9 @@ mod tests {
         assert_eq!(Counters::get(&c.otlp_accepted), 1);
         assert_eq!(Counters::get(&c.otlp_rejected), 1);
         assert_eq!(Counters::get(&c.otlp_throttled), 2);
-        assert_eq!(Counters::get(&c.records_received), 1);
+        assert_eq!(Counters::get(&c.recv.records_received), 1);
         assert!(matches!(rx.try_recv(), Ok(Msg::Otlp(r)) if r.len() == 1));
-        c.ingest_stopped.store(true, Ordering::SeqCst);
+        c.recv.ingest_stopped.store(true, Ordering::SeqCst);
         assert_eq!(i.take(one_record()), Outcome::Stopped);
     }
 }

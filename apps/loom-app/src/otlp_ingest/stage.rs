@@ -127,7 +127,7 @@ impl OtlpStage {
             Ok(_) => {
                 s.last_ts = ts;
                 t.ingested += 1;
-                t.newest = Some(t.newest.map_or(ts, |n| n.max(ts)));
+                t.newest = t.newest.max(ts);
             }
             Err(e) => {
                 t.refused += 1;

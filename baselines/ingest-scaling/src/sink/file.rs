@@ -44,7 +44,9 @@ impl Sink for FileSink {
             self.record.extend_from_slice(&len.to_le_bytes());
             self.record.extend_from_slice(payload);
         } else {
+            // Every record's payload differs (its value): copy it each time.
             self.record[..8].copy_from_slice(&ts_us.to_le_bytes());
+            self.record[HEADER_BYTES..].copy_from_slice(payload);
         }
         self.out
             .write_all(&self.record)

@@ -17,9 +17,12 @@ pub const PERSIST_INTERVAL: Duration = Duration::from_secs(1);
 /// The single source every record goes to.
 pub const SOURCE: SourceId = SourceId(1);
 
-/// Range-index bins used with `--index`: the extracted value is a random u64,
-/// so 64 equal bins spread over the whole u64 domain.
-pub const INDEX_BINS: u32 = 64;
+/// Range-index bins used with `--index`: the value is a latency in µs
+/// ([`crate::values`]), binned like loom-app's latency fields: 10 µs bins
+/// (up to 100 ms; slower values share the last bin).
+pub const INDEX_BINS: u32 = 10_000;
+/// Width of one index bin, µs.
+pub const INDEX_BIN_US: u64 = 10;
 
 /// The indexed value as the `--index` schema field reads it: a little-endian
 /// u64 from the first min(8, len) bytes (kept for tests that read records back).
@@ -60,7 +63,7 @@ impl LoomSink {
             index: index.then(|| IndexDef {
                 field: "value".into(),
                 min: 0,
-                interval: u64::MAX / INDEX_BINS as u64,
+                interval: INDEX_BIN_US,
                 n_bins: INDEX_BINS,
             }),
         };

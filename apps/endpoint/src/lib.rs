@@ -1,0 +1,32 @@
+//! The TCP side of a telemetry endpoint, shared by `loom-app` and
+//! `influx-app`: they differ only in where records go.
+//!
+//! - [`receive`]: the listener and one receiving thread per connection. A
+//!   thread reads frames, checks them (framing, CRC32C, every record valid)
+//!   and hands their payloads on in wire form, grouped: frames that arrived
+//!   together travel in one buffer ([`Frames`]), so the queue carries a few
+//!   large messages instead of one object per record. A full queue drops
+//!   the group (counted): a sender is never slowed. A bad or truncated frame,
+//!   or a peer that vanishes mid-frame, closes only that connection, logged.
+//! - [`pool`]: buffers go back to the receivers once consumed, so steady
+//!   state allocates nothing.
+//! - [`counters`]: what the receivers count (the first half of every
+//!   progress line).
+//! - [`output`]: answer lines, `--query-window-us` parsing and the
+//!   interruptible sleep of the reporter and query threads.
+
+pub mod counters;
+pub mod output;
+pub mod pool;
+pub mod receive;
+
+pub use counters::Counters;
+pub use pool::BufferPool;
+pub use receive::{listen, Frames, Message, ReceiveConfig};
+
+/// Wall-clock time, µs since the Unix epoch.
+pub fn epoch_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# End-to-end ingest throughput of loom-app: CONNECTIONS `tcp-replay --no-wait`
+# senders loop RECORDING for DURATION seconds into one fresh loom-app; with
+# QUERY_EVERY_S > 0 an InfluxQL query is sent to loom-app's HTTP API that often
+# (curl, one at a time) while ingest runs: by default the P1 statement over
+# [now - 80 s, now - 5 s], which covers the run's data (INGEST_QUERY overrides it).
+#
+# Usage: scripts/ingest-throughput.sh BIN RECORDING CONNECTIONS DURATION [QUERY_EVERY_S] [PORT]
+#   BIN: directory holding loom-app and tcp-replay (e.g. target/release)
+#   INGEST_SPEED=X: each sender paces at X times the recorded rate instead of
+#   --no-wait (a fixed offered rate, to check that it is taken with zero drops)
+#
+# Prints the processes' own summaries, then one result line:
+#   RESULT connections=C sent=S received=R dropped=D ingested=I wall_s=W
+#          records_per_s=X mb_per_s=Y app_cpu_s=U+S replay_cpu_s=U+S queries=Q
+#          query_ms_median=M load=L1,L5,L15
+# records_per_s is what loom-app received and did not drop (received - dropped)
+# over the senders' longest wall time; mb_per_s the same in wire bytes.
+set -euo pipefail
+
+BIN=${1:?BIN directory}
+REC=${2:?recording}
+CONNS=${3:-1}
+DUR=${4:-20}
+QEVERY=${5:-0}
+PORT=${6:-17878}
+HTTP_PORT=$((PORT + 1))
+STATEMENT=${INGEST_QUERY:-"SELECT max(duration_us), percentile(duration_us, 99.99) FROM kv WHERE op = 'read' AND time >= now() - 80s AND time <= now() - 5s"}
+# A 20 s run at 20 M records/s writes about 11 GB: retention keeps the store
+# (and the disk it shares with other work) bounded; dropping whole old
+# segments is part of what a long-running endpoint does anyway.
+APP_FLAGS=${INGEST_APP_FLAGS:---retention-bytes 3000000000}
+
+for b in loom-app tcp-replay; do
+    [ -x "$BIN/$b" ] || { echo "missing $BIN/$b: cargo build --release -p loom-app -p replay" >&2; exit 1; }
+done
+[ -f "$REC" ] || { echo "missing recording $REC: make gen-rocksdb-p2 (synthetic) or record-rocksdb-p2" >&2; exit 1; }
+[ -x /usr/bin/time ] || { echo "missing /usr/bin/time: apt-get install time" >&2; exit 1; }
+
+PACE=--no-wait
+if [ -n "${INGEST_SPEED:-}" ]; then PACE="--speed $INGEST_SPEED"; fi
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+store=${TMP_DATA_DIR:-tmp-data}/ingest-throughput
+rm -rf "$store"
+mkdir -p "$store"
+load=$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' ,)
+
+/usr/bin/time -f "CPU loom-app %U %S" -o "$out/app.time" \
+    "$BIN/loom-app" --addr "127.0.0.1:$PORT" --http "127.0.0.1:$HTTP_PORT" --loom-path "$store" \
+    --stop-after-connections "$CONNS" --report-interval-s 5 --query-count 0 $APP_FLAGS \
+    >"$out/app.log" 2>&1 &
+app=$!
+sleep 1
+
+pids=()
+for i in $(seq 1 "$CONNS"); do
+    /usr/bin/time -f "CPU tcp-replay %U %S" -o "$out/replay$i.time" \
+        "$BIN/tcp-replay" --file-path "$REC" --addr "127.0.0.1:$PORT" $PACE --duration-s "$DUR" \
+        >"$out/replay$i.log" 2>&1 &
+    pids+=($!)
+done
+
+queries=0
+: >"$out/query.ms"
+if [ "$QEVERY" != 0 ]; then
+    sleep 1
+    while kill -0 "${pids[0]}" 2>/dev/null; do
+        t0=$(date +%s%N)
+        curl -sf -G "http://127.0.0.1:$HTTP_PORT/query" --data-urlencode "db=loom" \
+            --data-urlencode "q=$STATEMENT" -o "$out/query.json" || echo "query failed" >&2
+        t1=$(date +%s%N)
+        echo $(((t1 - t0) / 1000000)) >>"$out/query.ms"
+        queries=$((queries + 1))
+        left=$(echo "$QEVERY - ($t1 - $t0) / 1000000000" | bc -l)
+        if [ "$(echo "$left > 0" | bc -l)" = 1 ]; then sleep "$left"; fi
+    done
+fi
+for p in "${pids[@]}"; do wait "$p" || true; done
+wait "$app" || true
+
+grep -h "Replay done" "$out"/replay*.log
+grep -h "^Final:" "$out/app.log"
+[ "$QEVERY" != 0 ] && tail -c 300 "$out/query.json" && echo
+
+sent=$(grep -h "Replay done" "$out"/replay*.log | sed -E 's/.*batches, ([0-9]+) records in.*/\1/' | paste -sd+ | bc)
+wall=$(grep -h "Replay done" "$out"/replay*.log | sed -E 's/.* records in ([0-9.]+) s.*/\1/' | sort -g | tail -n1)
+bytes=$(grep -h "Replay done" "$out"/replay*.log | sed -nE 's/.*, ([0-9]+) bytes sent.*/\1/p' | paste -sd+ | bc)
+received=$(sed -nE 's/^Final: records received ([0-9]+), dropped ([0-9]+).*/\1/p' "$out/app.log")
+dropped=$(sed -nE 's/^Final: records received ([0-9]+), dropped ([0-9]+).*/\2/p' "$out/app.log")
+ingested=$(sed -nE 's/^Final: .*, ingested ([0-9]+),.*/\1/p' "$out/app.log")
+app_cpu=$(awk '/^CPU loom-app/ {print $3 "+" $4}' "$out/app.time")
+replay_cpu=$(cat "$out"/replay*.time | awk '/^CPU tcp-replay/ {u += $3; s += $4} END {print u "+" s}')
+rate=$(echo "($received - $dropped) / $wall" | bc -l)
+# Older tcp-replay builds do not report bytes: estimate them from the P2 mix (25/29 B tagged records).
+if [ -z "$bytes" ]; then mbps=NA; else mbps=$(printf %.1f "$(echo "$bytes * ($received - $dropped) / $sent / $wall / 1000000" | bc -l)"); fi
+qmed=NA
+if [ "$queries" -gt 0 ]; then qmed=$(sort -n "$out/query.ms" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'); fi
+printf 'RESULT pace=%s connections=%s sent=%s received=%s dropped=%s ingested=%s wall_s=%s records_per_s=%.0f mb_per_s=%s app_cpu_s=%s replay_cpu_s=%s queries=%s query_ms_median=%s load=%s\n' \
+    "${INGEST_SPEED:-no-wait}" "$CONNS" "$sent" "$received" "$dropped" "$ingested" "$wall" "$rate" "$mbps" "$app_cpu" "$replay_cpu" "$queries" "$qmed" "$load"
+rm -rf "$store"

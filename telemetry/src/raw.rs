@@ -1,0 +1,275 @@
+//! Reading encoded records in place, without decoding them into [`Record`]s.
+//!
+//! A validated payload (see [`validate_payload`]) already holds every
+//! record's stored bytes: a kind tag byte, then the kind's fixed-size
+//! encoding. An endpoint can push those bytes as they are; it needs only a
+//! record's kind, its source key and its event time, which are read here at
+//! fixed offsets. Every accessor agrees with the decoded [`Record`]
+//! (`event_time` = [`Record::timestamp_us`], [`SourceKey::id`] =
+//! [`Record::source_id`]); tests hold them to it.
+
+use crate::batch::MIN_TAGGED_RECORD_LEN;
+use crate::record::{u32_at, u64_at, Kind, Record};
+use crate::source::{self, SourceId};
+use crate::{DecodeError, KvOpKind};
+
+/// Checks that `payload` holds exactly `count` valid records (the same checks,
+/// in the same order and with the same errors, as
+/// [`crate::batch::decode_payload`]) without keeping the decoded records.
+pub fn validate_payload(payload: &[u8], count: u32) -> Result<(), DecodeError> {
+    if (count as usize).saturating_mul(MIN_TAGGED_RECORD_LEN) > payload.len() {
+        return Err(DecodeError::CountTooLarge {
+            declared: count,
+            payload_len: payload.len(),
+        });
+    }
+    let mut off = 0usize;
+    for index in 0..count {
+        let tag = *payload
+            .get(off)
+            .ok_or(DecodeError::TruncatedRecord { index, offset: off })?;
+        let kind = Kind::from_tag(tag).ok_or(DecodeError::UnknownKind { tag, offset: off })?;
+        let end = off + 1 + kind.encoded_len();
+        let body = payload
+            .get(off + 1..end)
+            .ok_or(DecodeError::TruncatedRecord { index, offset: off })?;
+        // Only KV ops have fields that can be invalid; decoding one is a
+        // few loads, and sharing the decoder keeps both checks identical.
+        if kind == Kind::KvOp {
+            Record::decode(kind, body)?;
+        }
+        off = end;
+    }
+    if off != payload.len() {
+        return Err(DecodeError::TrailingBytes {
+            declared: count,
+            extra: payload.len() - off,
+        });
+    }
+    Ok(())
+}
+
+/// The records of a validated payload, as `(kind, encoded bytes)` without
+/// the tag. Stops early (never panics) at bytes that are not a record, which
+/// a payload that passed [`validate_payload`] does not have.
+pub fn records(payload: &[u8]) -> PayloadRecords<'_> {
+    PayloadRecords { payload, off: 0 }
+}
+
+/// Iterator returned by [`records`].
+pub struct PayloadRecords<'a> {
+    payload: &'a [u8],
+    off: usize,
+}
+
+impl<'a> Iterator for PayloadRecords<'a> {
+    type Item = (Kind, &'a [u8]);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        let kind = Kind::from_tag(*self.payload.get(self.off)?)?;
+        let start = self.off + 1;
+        let body = self.payload.get(start..start + kind.encoded_len())?;
+        self.off = start + kind.encoded_len();
+        Some((kind, body))
+    }
+}
+
+/// Byte offset of the event time (u64) in a kind's encoding.
+const fn event_time_offset(kind: Kind) -> usize {
+    match kind {
+        Kind::KvOp => 8,
+        Kind::Syscall => 12,
+        Kind::PageCache => 8,
+        Kind::Packet => 40,
+    }
+}
+
+/// The event time of an encoded record of `kind` (0 if `body` is short);
+/// equals [`Record::timestamp_us`] of the decoded record.
+#[inline]
+pub fn event_time(kind: Kind, body: &[u8]) -> u64 {
+    u64_at(body, event_time_offset(kind))
+}
+
+/// Adds `delta` (saturating) to the event time of an encoded record in
+/// place, like [`Record::shifted`]; does nothing if `body` is short.
+#[inline]
+pub fn shift_event_time(kind: Kind, body: &mut [u8], delta: u64) {
+    let off = event_time_offset(kind);
+    if let Some(b) = body.get_mut(off..off + 8) {
+        let t = u64_at(b, 0).saturating_add(delta);
+        b.copy_from_slice(&t.to_le_bytes());
+    }
+}
+
+/// What picks a record's source, read from its encoding: the kind and, for
+/// KV ops and syscalls, the sub-key. Small and `Copy`, so an endpoint can map
+/// it to its declared source without hashing a tag per record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SourceKey {
+    /// KV reads (`false`) or writes (`true`).
+    Kv(bool),
+    /// Syscall number.
+    Syscall(u32),
+    /// Page-cache events.
+    PageCache,
+    /// Packets.
+    Packet,
+}
+
+impl SourceKey {
+    /// The key of an encoded record of `kind`. A KV op whose op byte is not
+    /// a write counts as a read (validated payloads hold only 0 and 1).
+    #[inline]
+    pub fn of(kind: Kind, body: &[u8]) -> SourceKey {
+        match kind {
+            Kind::KvOp => SourceKey::Kv(body.get(4) == Some(&1)),
+            Kind::Syscall => SourceKey::Syscall(u32_at(body, 8)),
+            Kind::PageCache => SourceKey::PageCache,
+            Kind::Packet => SourceKey::Packet,
+        }
+    }
+
+    /// The key of a decoded record.
+    pub fn of_record(r: &Record) -> SourceKey {
+        match r {
+            Record::KvOp(k) => SourceKey::Kv(k.op == KvOpKind::Write),
+            Record::Syscall(s) => SourceKey::Syscall(s.nr),
+            Record::PageCache(_) => SourceKey::PageCache,
+            Record::Packet(_) => SourceKey::Packet,
+        }
+    }
+
+    /// The data-model series of the source (measurement, tags, fields).
+    pub fn series(self) -> crate::model::Series {
+        use crate::model;
+        match self {
+            SourceKey::Kv(false) => model::kv(KvOpKind::Read),
+            SourceKey::Kv(true) => model::kv(KvOpKind::Write),
+            SourceKey::Syscall(nr) => model::syscall(nr),
+            SourceKey::PageCache => model::page_cache(),
+            SourceKey::Packet => model::packet(),
+        }
+    }
+
+    /// The stable source id (see [`crate::source`]).
+    pub fn id(self) -> SourceId {
+        match self {
+            SourceKey::Kv(false) => source::kv(KvOpKind::Read),
+            SourceKey::Kv(true) => source::kv(KvOpKind::Write),
+            SourceKey::Syscall(nr) => source::syscall(nr),
+            SourceKey::PageCache => source::page_cache(),
+            SourceKey::Packet => source::packet(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::batch::{decode_payload, Batch};
+    use crate::record::{KvOp, Packet, PageCache, Syscall};
+
+    fn sample() -> Vec<Record> {
+        let mut v = Vec::new();
+        for i in 0..40u64 {
+            v.push(match i % 5 {
+                0 => Record::KvOp(KvOp {
+                    thread_id: i as u32,
+                    op: if i % 2 == 0 {
+                        KvOpKind::Read
+                    } else {
+                        KvOpKind::Write
+                    },
+                    start_us: 1_000 + i,
+                    duration_us: i * 7,
+                }),
+                1 => Record::Syscall(Syscall {
+                    pid: 1,
+                    tid: 2,
+                    nr: (i * 37) as u32 % 600,
+                    start_us: 5_000 + i,
+                    duration_us: i,
+                }),
+                2 => Record::PageCache(PageCache {
+                    pid: 3,
+                    tid: 4,
+                    timestamp_us: 9_000 + i,
+                    pfn: i,
+                    inode: 2 * i,
+                    index: 3 * i,
+                    device: 5,
+                }),
+                3 => Record::Packet(Packet {
+                    src_addr: [i as u8; 16],
+                    dst_addr: [1; 16],
+                    src_port: 1,
+                    dst_port: i as u16,
+                    length: 64,
+                    timestamp_us: u64::MAX - i,
+                }),
+                _ => Record::Syscall(Syscall {
+                    pid: 0,
+                    tid: 0,
+                    nr: u32::MAX - i as u32,
+                    start_us: i,
+                    duration_us: 0,
+                }),
+            });
+        }
+        v
+    }
+
+    #[test]
+    fn in_place_reads_agree_with_decoding() {
+        let recs = sample();
+        let mut payload = Vec::new();
+        Batch::new(0, recs.clone()).encode_payload_into(&mut payload);
+        validate_payload(&payload, recs.len() as u32).unwrap();
+        let raw: Vec<_> = records(&payload).collect();
+        assert_eq!(raw.len(), recs.len());
+        for ((kind, body), r) in raw.into_iter().zip(&recs) {
+            assert_eq!(kind, r.kind());
+            assert_eq!(Record::decode(kind, body).unwrap(), *r);
+            assert_eq!(event_time(kind, body), r.timestamp_us());
+            assert_eq!(SourceKey::of(kind, body).id(), r.source_id());
+            assert_eq!(SourceKey::of(kind, body), SourceKey::of_record(r));
+            assert_eq!(SourceKey::of(kind, body).series(), r.series());
+        }
+    }
+
+    #[test]
+    fn shifting_in_place_equals_shifting_the_record() {
+        for r in sample() {
+            let mut body = Vec::new();
+            r.encode_into(&mut body);
+            shift_event_time(r.kind(), &mut body, 12_345);
+            assert_eq!(Record::decode(r.kind(), &body).unwrap(), r.shifted(12_345));
+        }
+    }
+
+    #[test]
+    fn validation_rejects_what_decoding_rejects() {
+        let recs = sample();
+        let mut payload = Vec::new();
+        Batch::new(0, recs.clone()).encode_payload_into(&mut payload);
+        let n = recs.len() as u32;
+        // Every single-byte corruption and every cut: both accept or both
+        // reject with the same error.
+        for i in 0..payload.len() {
+            for x in [0u8, 1, 2, 5, 0xff] {
+                let mut p = payload.clone();
+                p[i] = x;
+                let want = decode_payload(&p, n).map(|_| ());
+                assert_eq!(validate_payload(&p, n), want, "byte {i} = {x}");
+            }
+            let want = decode_payload(&payload[..i], n).map(|_| ());
+            assert_eq!(validate_payload(&payload[..i], n), want, "cut at {i}");
+        }
+        for count in [0, n - 1, n + 1, u32::MAX] {
+            let want = decode_payload(&payload, count).map(|_| ());
+            assert_eq!(validate_payload(&payload, count), want, "count {count}");
+        }
+    }
+}
