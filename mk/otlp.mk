@@ -3,6 +3,7 @@
 #   make otlp-bench                       # loom-app from 1 and 4 clients, then influxd the same
 #   make otlp-bench OTLP_INFLUX=0         # loom-app only
 #   make otlp-bench OTLP_SPANS=3000000 OTLP_CLIENTS=4
+#   make otlp-bench OTLP_INFLUX=0 OTLP_APP_FLAGS="--queue-capacity 4"   # clients throttled, retry
 #
 # Each run: a fresh loom-app (OTLP/gRPC on 127.0.0.1:14317, InfluxDB API on
 # 127.0.0.1:18186) takes OTLP_SPANS spans (512 per request, ~390-byte
@@ -23,6 +24,7 @@ OTLP_SPANS ?= 1200000
 OTLP_DATA_S ?= 60
 OTLP_CLIENTS ?= 1 4
 OTLP_INFLUX ?= 1
+OTLP_APP_FLAGS ?=
 
 .PHONY: otlp-bench
 otlp-bench: deps
@@ -30,4 +32,5 @@ otlp-bench: deps
 	mkdir -p $(EVAL_OUT)
 	set -o pipefail; BIN=$(CARGO_RELEASE_DIR) TMP_DATA_DIR=$(TMP_DATA_DIR) OTLP_SPANS=$(OTLP_SPANS) \
 		OTLP_DATA_S=$(OTLP_DATA_S) OTLP_CLIENTS="$(OTLP_CLIENTS)" OTLP_INFLUX=$(OTLP_INFLUX) \
+		OTLP_APP_FLAGS="$(OTLP_APP_FLAGS)" \
 		bash scripts/otlp-bench.sh 2>&1 | tee $(EVAL_OUT)/otlp-bench

@@ -11,7 +11,7 @@ PACKAGES=(
   librocksdb-dev libsnappy-dev liblz4-dev libzstd-dev libbz2-dev
   liblmdb-dev
   redis-server                     # the Valkey workload's server (valkey-server when Debian has it)
-  python3 python3-venv
+  python3 python3-venv             # pinned PyPI venvs of the client tests (influxdb, the OpenTelemetry SDK)
   influxdb influxdb-client curl    # InfluxDB baseline (influxd 1.6.7) and the `influx` CLI the InfluxQL client test drives
 )
 

@@ -7,8 +7,9 @@
 #
 # Environment: BIN (release dir), TMP_DATA_DIR, OTLP_SPANS (all clients
 # together), OTLP_DATA_S, OTLP_CLIENTS ("1 4"), OTLP_INFLUX (1: also
-# influxd), OTLP_GRPC / OTLP_QUERY_HTTP (loom-app ports), INFLUX_HTTP,
-# INFLUX_RPC, INFLUX_DIR.
+# influxd), OTLP_APP_FLAGS (extra loom-app flags, e.g. a small
+# --queue-capacity to make clients back off), OTLP_GRPC / OTLP_QUERY_HTTP
+# (loom-app ports), INFLUX_HTTP, INFLUX_RPC, INFLUX_DIR.
 set -euo pipefail
 
 BIN=${BIN:-target/release}
@@ -17,6 +18,7 @@ SPANS=${OTLP_SPANS:-1200000}
 DATA_S=${OTLP_DATA_S:-60}
 CLIENTS=${OTLP_CLIENTS:-1 4}
 INFLUX=${OTLP_INFLUX:-1}
+APP_FLAGS=${OTLP_APP_FLAGS:-}
 GRPC=${OTLP_GRPC:-127.0.0.1:14317}
 QUERY_HTTP=${OTLP_QUERY_HTTP:-127.0.0.1:18186}
 INFLUX_HTTP=${INFLUX_HTTP:-127.0.0.1:8086}
@@ -38,13 +40,13 @@ stop_app() {
 }
 trap stop_app EXIT
 
-echo "== otlp-bench spans=$SPANS data_s=$DATA_S clients=[$CLIENTS] $(date -u +%FT%TZ) $(nproc) cores"
+echo "== otlp-bench spans=$SPANS data_s=$DATA_S clients=[$CLIENTS] loom-app flags=[$APP_FLAGS] $(date -u +%FT%TZ) $(nproc) cores"
 for c in $CLIENTS; do
   store="$TMP/loom-$c"
   log="$TMP/loom-app-$c.log"
   rm -rf "$store"
   "$BIN/loom-app" --addr 127.0.0.1:0 --http "$QUERY_HTTP" --otlp-grpc "$GRPC" --otlp-http off \
-    --loom-path "$store" --query probe-effect --report-interval-s 5 >"$log" 2>&1 &
+    --loom-path "$store" --query probe-effect --report-interval-s 5 $APP_FLAGS >"$log" 2>&1 &
   app_pid=$!
   for _ in $(seq 1 100); do grep -q "^OTLP gRPC on" "$log" && break; sleep 0.1; done
   grep -q "^OTLP gRPC on" "$log" || { echo "otlp-bench: loom-app did not start:" >&2; tail "$log" >&2; exit 1; }

@@ -409,3 +409,58 @@ fn a_full_disk_refuses_records_keeps_answering_and_resumes(
     w.close()?;
     Ok(())
 }
+
+#[test]
+fn declaring_many_sources_at_once_writes_one_catalog_and_survives_reopen(
+) -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let (mut w, r) = loom::open(dir.path(), small_config())?;
+    let known = w.declare(SourceId(1), schema("read"))?;
+    let mut other = schema("read");
+    other.fields[0].offset = 4;
+    let mut bad = schema("bad");
+    bad.measurement.clear();
+    let out = w.declare_all(vec![
+        (SourceId(1), schema("read")),
+        (SourceId(2), schema("write")),
+        (SourceId(3), schema("scan")),
+        (SourceId(3), schema("scan")),
+        (SourceId(4), other.clone()),
+        (SourceId(3), other),
+        (SourceId(5), bad),
+    ])?;
+    assert!(matches!(out[0], Ok(h) if h == known));
+    let h2 = match &out[1] {
+        Ok(h) => *h,
+        Err(e) => return Err(format!("source 2: {e}").into()),
+    };
+    assert!(matches!((&out[2], &out[3]), (Ok(a), Ok(b)) if a == b));
+    assert!(out[4].is_ok(), "a new source with its own schema");
+    assert!(matches!(out[5], Err(Error::SchemaMismatch(SourceId(3)))));
+    assert!(matches!(out[6], Err(Error::InvalidSchema(_))));
+    for i in 0..50u64 {
+        w.push(h2, i, &record(value(i), 0))?;
+    }
+    w.sync();
+    let snap = r.snapshot();
+    assert_eq!(snap.schemas().len(), 4);
+    assert_eq!(snap.count(SourceId(2), 0, 100)?, 50);
+    // The same handles as one by one, and the index works on the new source.
+    assert_eq!(w.declare(SourceId(2), schema("write"))?, h2);
+    w.close()?;
+    drop(r);
+    let r = loom::open_read_only(dir.path())?;
+    let snap = r.snapshot();
+    let names: Vec<String> = snap
+        .schemas()
+        .iter()
+        .filter_map(|(_, s)| s.tag("op").map(str::to_string))
+        .collect();
+    assert_eq!(names, vec!["read", "write", "scan", "read"]);
+    assert_eq!(
+        snap.aggregate(SourceId(2), 0, 100)?.count,
+        50,
+        "summaries of a source declared in bulk"
+    );
+    Ok(())
+}

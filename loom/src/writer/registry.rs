@@ -58,6 +58,62 @@ impl Writer {
         Ok(handle)
     }
 
+    /// Declares several sources at once: each as [`Writer::declare`] would
+    /// (same handle for a known schema, [`Error::SchemaMismatch`] for a
+    /// different one), but the catalog is written once for all the new ones,
+    /// so declaring many sources costs one durable catalog write, not one
+    /// each. The outer error is that write's (no new source is declared
+    /// then); the inner ones are per source.
+    pub fn declare_all(
+        &mut self,
+        sources: Vec<(SourceId, SourceSchema)>,
+    ) -> Result<Vec<Result<SourceHandle>>> {
+        let mut out: Vec<Result<SourceHandle>> = Vec::with_capacity(sources.len());
+        let mut fresh: Vec<(usize, SourceId, SourceSchema)> = Vec::new();
+        for (id, schema) in sources {
+            let schema = match schema.validated() {
+                Ok(s) => s,
+                Err(e) => {
+                    out.push(Err(e));
+                    continue;
+                }
+            };
+            let idx = self.state_for(id);
+            let handle = SourceHandle(idx as u32);
+            let pending = fresh.iter().find(|(_, fid, _)| *fid == id);
+            let known = self.sources[idx]
+                .schema
+                .as_deref()
+                .or(pending.map(|p| &p.2));
+            match known {
+                Some(existing) if *existing == schema => out.push(Ok(handle)),
+                Some(_) => out.push(Err(Error::SchemaMismatch(id))),
+                None if self.sources[idx].index.is_some() => {
+                    out.push(Err(Error::SchemaMismatch(id)))
+                }
+                None => {
+                    out.push(Ok(handle));
+                    fresh.push((idx, id, schema));
+                }
+            }
+        }
+        if fresh.is_empty() {
+            return Ok(out);
+        }
+        let mut next = self.catalog.clone();
+        next.extend(fresh.iter().map(|(_, id, s)| (*id, s.clone())));
+        catalog::store(&self.dir, &next)?;
+        self.catalog = next;
+        for (idx, _, schema) in fresh {
+            if let Some(state) = IndexState::from_schema(&schema) {
+                self.attach_index(idx, state)?;
+            }
+            self.sources[idx].schema = Some(Arc::new(schema));
+        }
+        self.sync();
+        Ok(out)
+    }
+
     /// Declares a source (and optionally a range index computed by a Rust
     /// function) for this process only, and returns its handle. Declaring
     /// an existing source returns the same handle; adding an index to a

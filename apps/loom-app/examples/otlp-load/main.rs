@@ -181,7 +181,7 @@ async fn main() -> Result<(), String> {
         (
             "p9999-one-name",
             format!(
-                "SELECT percentile(duration_us, 99.99) FROM span WHERE service = 'svc-0' AND name = '{}' AND time >= {lo} AND time <= {hi}",
+                "SELECT percentile(duration_us, 99.99) FROM span WHERE service = 'svc-0' AND \"name\" = '{}' AND time >= {lo} AND time <= {hi}",
                 spans::NAMES[0]
             ),
             {

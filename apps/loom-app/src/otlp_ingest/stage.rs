@@ -39,8 +39,12 @@ impl OtlpStage {
     }
 
     /// Takes the records of one request; returns what was stored now.
-    pub fn take(&mut self, w: &mut Writer, records: Vec<Shaped>) -> Tally {
+    pub fn take(&mut self, w: &mut Writer, mut records: Vec<Shaped>) -> Tally {
         let mut t = Tally::default();
+        self.declare_new(w, &records);
+        let before = records.len();
+        records.retain(|r| self.series.contains_key(&r.source));
+        t.skipped += (before - records.len()) as u64;
         match self.reorder.as_mut() {
             Some(stage) => {
                 for r in records {
@@ -60,6 +64,55 @@ impl OtlpStage {
             }
         }
         t
+    }
+
+    /// Declares every series of `records` not seen yet, all in one catalog
+    /// write (a burst of new series costs one durable write, not one each).
+    fn declare_new(&mut self, w: &mut Writer, records: &[Shaped]) {
+        let mut new: Vec<u64> = records
+            .iter()
+            .map(|r| r.source)
+            .filter(|id| !self.series.contains_key(id))
+            .collect();
+        if new.is_empty() {
+            return;
+        }
+        new.sort_unstable();
+        new.dedup();
+        let mut wanted = Vec::with_capacity(new.len());
+        for id in new {
+            match self.registry.schema(id) {
+                Some(schema) => wanted.push((SourceId(id), (*schema).clone())),
+                None => self.log_error(format_args!("record of unknown series {id:#x}")),
+            }
+        }
+        let ids: Vec<SourceId> = wanted.iter().map(|(id, _)| *id).collect();
+        let names: Vec<String> = wanted
+            .iter()
+            .map(|(_, s)| crate::sources::describe(s))
+            .collect();
+        let results = match w.declare_all(wanted) {
+            Ok(r) => r,
+            Err(e) => {
+                self.log_error(format_args!("cannot declare {} series: {e}", ids.len()));
+                return;
+            }
+        };
+        let reader = w.reader();
+        for ((id, name), res) in ids.into_iter().zip(names).zip(results) {
+            match res {
+                Ok(handle) => {
+                    log::info!("declared OTLP series {name} ({:#x})", id.0);
+                    // A reopened store's series continues after its newest
+                    // record (the engine refuses older times).
+                    let last_ts = reader.latest_timestamp(id).unwrap_or(0);
+                    self.series.insert(id.0, Series { handle, last_ts });
+                }
+                Err(e) => {
+                    self.log_error(format_args!("cannot declare series {name}: {e}"));
+                }
+            }
+        }
     }
 
     /// Stores everything held (idle senders, end of ingest).
@@ -87,35 +140,12 @@ impl OtlpStage {
         }
     }
 
-    /// Pushes one record at `ts`, raised to its series' newest time when
-    /// older (it came after its time was released).
+    /// Pushes one record at `ts` (its series declared by `take`), raised
+    /// to its series' newest time when older (it came after its time was
+    /// released).
     fn store(&mut self, w: &mut Writer, ts: u64, r: &Shaped, t: &mut Tally) {
-        if !self.series.contains_key(&r.source) {
-            let Some(schema) = self.registry.schema(r.source) else {
-                self.log_error(format_args!("record of unknown series {:#x}", r.source));
-                t.skipped += 1;
-                return;
-            };
-            match w.declare(SourceId(r.source), (*schema).clone()) {
-                Ok(handle) => {
-                    log::info!(
-                        "declared OTLP series {} ({:#x})",
-                        crate::sources::describe(&schema),
-                        r.source
-                    );
-                    // A reopened store's series continues after its newest
-                    // record (the engine refuses older times).
-                    let last_ts = w.reader().latest_timestamp(SourceId(r.source)).unwrap_or(0);
-                    self.series.insert(r.source, Series { handle, last_ts });
-                }
-                Err(e) => {
-                    self.log_error(format_args!("cannot declare series {:#x}: {e}", r.source));
-                    t.skipped += 1;
-                    return;
-                }
-            }
-        }
         let Some(s) = self.series.get_mut(&r.source) else {
+            t.skipped += 1;
             return;
         };
         let mut ts = ts;
