@@ -25,8 +25,34 @@ pub fn wire_frame(data: &[u8]) {
         }
         assert_eq!(&again[..], &data[..used], "frame re-encodes differently");
     }
+    // Frames read in wire form (what endpoints push) get the same verdict
+    // as decoded frames, and hold exactly the decoded records' encoding.
     let mut r = FrameReader::with_max_payload(data, FRAME_MAX_PAYLOAD);
-    while let Ok(Some(_)) = r.read_batch() {}
+    let mut raw = FrameReader::with_max_payload(data, FRAME_MAX_PAYLOAD);
+    let mut payload = Vec::new();
+    loop {
+        payload.clear();
+        match (r.read_batch(), raw.read_payload_into(&mut payload)) {
+            (Ok(Some(b)), Ok(Some(_))) => {
+                let mut want = Vec::new();
+                b.encode_payload_into(&mut want);
+                assert_eq!(
+                    payload, want,
+                    "wire-form payload differs from the decoded one"
+                );
+            }
+            (Ok(None), Ok(None)) => break,
+            (Err(_), Err(_)) => {
+                assert!(payload.is_empty(), "a refused frame left bytes behind");
+                break;
+            }
+            (a, b) => panic!(
+                "decoding says {:?}, reading in wire form says {:?}",
+                a.map(|b| b.map(|b| b.records.len())),
+                b
+            ),
+        }
+    }
 }
 
 /// Recording files: reading any bytes must not panic, and the reader stops

@@ -25,6 +25,8 @@ pub struct Counters {
     pub records_skipped: AtomicU64,
     /// Wall-clock arrival of the first frame, µs since the Unix epoch (0 = none yet).
     pub first_arrival_us: AtomicU64,
+    /// Bytes of groups offered to the queue and not yet consumed.
+    pub queued_bytes: AtomicU64,
     /// Set when ingest has stopped for good (ablation cut-off, shutdown):
     /// receivers then count arriving records as skipped, not dropped.
     pub ingest_stopped: AtomicBool,

@@ -7,7 +7,8 @@
 //! read that can wait for the peer, the group is stamped with its arrival
 //! time and offered to the bounded queue with `try_send`. So grouping never
 //! delays a frame, and a fast sender gets few, large messages. A full queue
-//! drops the group (counted); a bad frame closes only its own connection,
+//! (in messages, or in bytes: [`ReceiveConfig::max_queued_bytes`]) drops the
+//! group (counted); a bad frame closes only its own connection,
 //! logged, after the valid frames before it were handed on.
 
 use std::io::BufReader;
@@ -25,18 +26,52 @@ use crate::pool::BufferPool;
 
 /// Frames received together: their payloads back to back, which is itself
 /// a valid payload of `records` records (each a tag byte and its encoding).
+///
+/// Its bytes count as queued (see [`ReceiveConfig::max_queued_bytes`]) from
+/// when a receiver offers it until it is dropped or its buffer is taken
+/// back with [`Frames::into_payload`].
 pub struct Frames {
     /// Arrival at this app (wall clock, µs since the Unix epoch).
     pub arrival_us: u64,
-    /// The checked payloads.
-    pub payload: Vec<u8>,
+    payload: Vec<u8>,
     /// Frames in the group.
     pub frames: u64,
     /// Records in the group.
     pub records: u64,
+    queued: Option<(Arc<Counters>, u64)>,
+}
+
+impl Drop for Frames {
+    fn drop(&mut self) {
+        if let Some((c, n)) = self.queued.take() {
+            c.queued_bytes.fetch_sub(n, Ordering::Relaxed);
+        }
+    }
 }
 
 impl Frames {
+    /// A group of checked payloads (`payload` must hold exactly `records`
+    /// valid records), not counted as queued.
+    pub fn new(arrival_us: u64, payload: Vec<u8>, frames: u64, records: u64) -> Frames {
+        Frames {
+            arrival_us,
+            payload,
+            frames,
+            records,
+            queued: None,
+        }
+    }
+
+    /// The payloads, back to back.
+    pub fn payload(&self) -> &[u8] {
+        &self.payload
+    }
+
+    /// Ends the group and returns its buffer (for [`BufferPool::give`]).
+    pub fn into_payload(mut self) -> Vec<u8> {
+        std::mem::take(&mut self.payload)
+    }
+
     /// The records in wire form: `(kind, encoded bytes)`.
     pub fn records(&self) -> PayloadRecords<'_> {
         telemetry::raw::records(&self.payload)
@@ -76,16 +111,25 @@ pub struct ReceiveConfig {
     pub group_bytes: usize,
     /// Bytes read from the socket at once.
     pub read_buffer: usize,
+    /// Groups are dropped (counted) while the groups offered and not yet
+    /// consumed hold more than this many bytes: the queue's memory bound,
+    /// whatever the senders' frame sizes.
+    pub max_queued_bytes: u64,
 }
 
 impl ReceiveConfig {
     /// Defaults with the given payload bound: groups of up to 256 KiB (at
-    /// 20 M records/s about 0.5 ms of data), 1 MiB socket reads.
+    /// 20 M records/s about 0.5 ms of data), 1 MiB socket reads, at most
+    /// 1 GiB queued (about 40 M records of the P2 mix: 1.6 s at 24 M
+    /// records/s, enough to ride out a slow persist; 256 MiB dropped up to
+    /// a quarter of a 24 M records/s stream on this project's 2-core
+    /// machine while other work ran).
     pub fn new(max_payload: usize) -> Self {
         ReceiveConfig {
             max_payload,
             group_bytes: 256 << 10,
             read_buffer: 1 << 20,
+            max_queued_bytes: 1 << 30,
         }
     }
 }
@@ -118,6 +162,7 @@ pub fn listen<M: Message>(
                             tx: &tx,
                             counters: &counters,
                             pool: &pool,
+                            max_queued_bytes: cfg.max_queued_bytes,
                         };
                         conn.receive(stream, &cfg)
                     });
@@ -134,8 +179,9 @@ struct Connection<'a, M> {
     id: u64,
     peer: &'a str,
     tx: &'a Sender<M>,
-    counters: &'a Counters,
+    counters: &'a Arc<Counters>,
     pool: &'a BufferPool,
+    max_queued_bytes: u64,
 }
 
 /// The group being filled.
@@ -219,23 +265,24 @@ impl<M: Message> Connection<'_, M> {
             Ordering::Relaxed,
             Ordering::Relaxed,
         );
-        let msg = M::frames(Frames {
-            arrival_us,
-            payload,
-            frames: n_frames,
-            records: n,
-        });
-        match self.tx.try_send(msg) {
-            Ok(()) => true,
-            Err(TrySendError::Full(m)) => {
-                Counters::add(&c.batches_dropped, n_frames);
-                Counters::add(&c.records_dropped, n);
-                if let Some(f) = m.into_frames() {
-                    self.pool.give(f.payload);
-                }
-                true
+        let bytes = payload.len() as u64;
+        let queued = c.queued_bytes.fetch_add(bytes, Ordering::Relaxed);
+        let mut f = Frames::new(arrival_us, payload, n_frames, n);
+        f.queued = Some((Arc::clone(c), bytes));
+        let refused = if queued.saturating_add(bytes) > self.max_queued_bytes {
+            Some(f)
+        } else {
+            match self.tx.try_send(M::frames(f)) {
+                Ok(()) => None,
+                Err(TrySendError::Full(m)) => m.into_frames(),
+                Err(TrySendError::Disconnected(_)) => return false,
             }
-            Err(TrySendError::Disconnected(_)) => false,
+        };
+        if let Some(f) = refused {
+            Counters::add(&c.batches_dropped, n_frames);
+            Counters::add(&c.records_dropped, n);
+            self.pool.give(f.into_payload());
         }
+        true
     }
 }

@@ -39,6 +39,10 @@ struct Endpoint {
 }
 
 fn start(queue: usize, group_bytes: usize) -> Endpoint {
+    start_bounded(queue, group_bytes, u64::MAX)
+}
+
+fn start_bounded(queue: usize, group_bytes: usize, max_queued_bytes: u64) -> Endpoint {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let (tx, rx) = crossbeam_channel::bounded(queue);
@@ -46,6 +50,7 @@ fn start(queue: usize, group_bytes: usize) -> Endpoint {
     let counters = Arc::new(Counters::default());
     let cfg = ReceiveConfig {
         group_bytes,
+        max_queued_bytes,
         ..ReceiveConfig::new(1 << 20)
     };
     let (p, c) = (pool.clone(), counters.clone());
@@ -104,7 +109,7 @@ fn drain_counting(ep: &Endpoint, ends: usize, consumed: impl Fn(usize)) -> (Vec<
                 f.decode_into(&mut scratch);
                 assert_eq!(scratch.len() as u64, f.records);
                 got.extend_from_slice(&scratch);
-                ep.pool.give(f.payload);
+                ep.pool.give(f.into_payload());
                 groups += 1;
                 consumed(got.len());
             }
@@ -154,6 +159,7 @@ fn records_arrive_as_sent_and_buffers_are_recycled() {
     assert_eq!(Counters::get(&c.batches_received), 3_000);
     assert_eq!(Counters::get(&c.records_received), want.len() as u64);
     assert_eq!(Counters::get(&c.records_dropped), 0);
+    assert_eq!(Counters::get(&c.queued_bytes), 0);
     // 30 rounds of at most 100 groups each: the buffers of the first round
     // serve all later ones.
     let allocated = ep.pool.allocated();
@@ -184,6 +190,34 @@ fn a_full_queue_drops_whole_groups_and_counts_them() {
     assert!(dropped > 0);
     assert_eq!(got.len() as u64 + dropped, 40_000);
     assert_eq!(dropped % 100, 0, "whole frames are dropped");
+}
+
+#[test]
+fn the_queue_is_bounded_in_bytes_and_consumed_groups_leave_it() {
+    // Room for a few groups of 4 KiB, a queue of 10 000 messages.
+    let ep = start_bounded(10_000, 4 << 10, 20 << 10);
+    let sent: Vec<Batch> = (0..400).map(|i| batch(i, 100)).collect();
+    let addr = ep.addr.clone();
+    let sender = std::thread::spawn(move || {
+        let mut w = FrameWriter::new(TcpStream::connect(addr).unwrap());
+        for b in &sent {
+            w.write_batch(b).unwrap();
+        }
+    });
+    sender.join().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let c = &ep.counters;
+    let queued = Counters::get(&c.queued_bytes);
+    assert!(queued > 0 && queued <= 20 << 10, "{queued} bytes queued");
+    let got = drain(&ep, 1);
+    let dropped = Counters::get(&c.records_dropped);
+    assert!(dropped > 0, "the byte bound dropped groups");
+    assert_eq!(got.len() as u64 + dropped, 40_000);
+    assert_eq!(
+        Counters::get(&c.queued_bytes),
+        0,
+        "consumed groups leave the count"
+    );
 }
 
 #[test]

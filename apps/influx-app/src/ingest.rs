@@ -140,7 +140,7 @@ pub fn run(
             Ok(Msg::Frames(f)) => {
                 f.decode_into(&mut records);
                 let arrival_us = f.arrival_us;
-                pool.give(f.payload);
+                pool.give(f.into_payload());
                 let mut newest = 0u64;
                 for r in &records {
                     let t = match cfg.timestamps {

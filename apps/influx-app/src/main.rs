@@ -192,7 +192,11 @@ fn main() -> anyhow::Result<()> {
     } else {
         crossbeam_channel::bounded(cli.queue_capacity)
     };
-    let recv_cfg = endpoint::ReceiveConfig::new(cli.max_payload_bytes);
+    let mut recv_cfg = endpoint::ReceiveConfig::new(cli.max_payload_bytes);
+    if cli.complete_data {
+        // Everything is kept until written: no bound in bytes either.
+        recv_cfg.max_queued_bytes = u64::MAX;
+    }
     let pool = endpoint::BufferPool::new(64, recv_cfg.group_bytes + (64 << 10));
     {
         let (recv, pool) = (counters.recv.clone(), pool.clone());

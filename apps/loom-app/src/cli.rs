@@ -85,6 +85,10 @@ pub struct Cli {
     /// arrived together on one connection, up to 256 KiB).
     #[arg(long, default_value_t = 4096)]
     pub queue_capacity: usize,
+    /// Bytes the ingest queue holds before receivers drop (with
+    /// --queue-capacity, whichever is reached first): the queue's memory bound.
+    #[arg(long, default_value_t = endpoint::ReceiveConfig::new(0).max_queued_bytes)]
+    pub queue_max_bytes: u64,
     /// Largest accepted frame payload in bytes.
     #[arg(long, default_value_t = telemetry::wire::DEFAULT_MAX_PAYLOAD)]
     pub max_payload_bytes: usize,

@@ -411,7 +411,7 @@ pub fn run(
             Ok(Msg::Frames(f)) => {
                 last_batch = Instant::now();
                 ing.frames(&f);
-                pool.give(f.payload);
+                pool.give(f.into_payload());
                 dirty = true;
                 if let (Some(cut), Some(first)) = (ing.cfg.stop_after_data_us, ing.first_stored) {
                     if counters.now_us.load(Ordering::Relaxed) - first >= cut {
@@ -520,12 +520,7 @@ mod tests {
         ing.account(t);
         let mut payload = vec![telemetry::Kind::KvOp as u8];
         payload.extend_from_slice(&body);
-        ing.frames(&Frames {
-            arrival_us: 200,
-            payload,
-            frames: 1,
-            records: 1,
-        });
+        ing.frames(&Frames::new(200, payload, 1, 1));
         ing.writer.sync();
         let snap = reader.snapshot();
         assert_eq!(snap.sources(), vec![SourceId(read.id())]);

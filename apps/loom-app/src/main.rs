@@ -102,7 +102,10 @@ fn main() -> anyhow::Result<()> {
             .context("installing the Ctrl-C handler")?;
     }
     let (tx, rx) = crossbeam_channel::bounded::<receive::Msg>(cli.queue_capacity);
-    let recv_cfg = endpoint::ReceiveConfig::new(cli.max_payload_bytes);
+    let recv_cfg = endpoint::ReceiveConfig {
+        max_queued_bytes: cli.queue_max_bytes,
+        ..endpoint::ReceiveConfig::new(cli.max_payload_bytes)
+    };
     // Enough idle buffers for every receiver's next group while ingest keeps up.
     let pool = endpoint::BufferPool::new(RECYCLED_BUFFERS, recv_cfg.group_bytes + (64 << 10));
     let snap = reader.snapshot();
