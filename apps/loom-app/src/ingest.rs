@@ -142,7 +142,12 @@ pub struct Ingest {
 
 impl Ingest {
     /// Ingest state around `writer`; OTLP records go through `otlp`.
-    pub fn new(writer: Writer, counters: Arc<Counters>, cfg: IngestConfig, otlp: OtlpStage) -> Self {
+    pub fn new(
+        writer: Writer,
+        counters: Arc<Counters>,
+        cfg: IngestConfig,
+        otlp: OtlpStage,
+    ) -> Self {
         let reorder_us = match cfg.timestamps {
             TimestampMode::Event => cfg.reorder_window_us,
             TimestampMode::Arrival => 0,

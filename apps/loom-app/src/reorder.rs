@@ -95,7 +95,7 @@ impl<T> SourceRuns<T> {
 }
 
 /// Per-source reorder buffers with one window.
-pub struct Reorder<T = Record> {
+pub struct Reorder<T: Keyed = Record> {
     window_us: u64,
     newest: u64,
     sources: HashMap<T::Key, SourceRuns<T>>,
@@ -116,10 +116,7 @@ impl<T: Keyed> Reorder<T> {
     /// Takes one record to be stored at `ts`.
     pub fn add(&mut self, ts: u64, r: T) {
         self.newest = self.newest.max(ts);
-        self.sources
-            .entry(r.key())
-            .or_default()
-            .add(ts, r);
+        self.sources.entry(r.key()).or_default().add(ts, r);
         self.held += 1;
     }
 
