@@ -6,10 +6,13 @@
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 
 const FILE: &str = "loom.lock";
+/// How long a lock that names this process is retried (see `acquire`).
+const OWN_PID_WAIT: Duration = Duration::from_millis(500);
 
 /// Held for as long as the writer lives.
 pub(crate) struct DirLock {
@@ -17,7 +20,9 @@ pub(crate) struct DirLock {
 }
 
 impl DirLock {
-    /// Takes the lock or fails at once, naming the holder's pid.
+    /// Takes the lock or fails, naming the holder's pid: at once when another
+    /// process holds it, after up to [`OWN_PID_WAIT`] when the file names
+    /// this process.
     pub(crate) fn acquire(dir: &Path) -> Result<DirLock> {
         let path = dir.join(FILE);
         let mut file = OpenOptions::new()
@@ -27,17 +32,30 @@ impl DirLock {
             .truncate(false)
             .open(&path)
             .map_err(|e| Error::io(&path, e))?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => {
-                let mut text = String::new();
-                let _ = file.read_to_string(&mut text);
-                return Err(Error::Locked {
-                    dir: dir.to_path_buf(),
-                    holder: text.trim().parse().ok(),
-                });
+        let started = Instant::now();
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(TryLockError::WouldBlock) => {
+                    let mut text = String::new();
+                    let _ = file.seek(SeekFrom::Start(0));
+                    let _ = file.read_to_string(&mut text);
+                    let holder: Option<u32> = text.trim().parse().ok();
+                    // A lock "held" by this very process after its writer
+                    // closed is a child process between fork and exec that
+                    // still shares the closed writer's file description (the
+                    // descriptor closes at exec): wait that out briefly.
+                    if holder == Some(std::process::id()) && started.elapsed() < OWN_PID_WAIT {
+                        std::thread::sleep(Duration::from_millis(5));
+                        continue;
+                    }
+                    return Err(Error::Locked {
+                        dir: dir.to_path_buf(),
+                        holder,
+                    });
+                }
+                Err(TryLockError::Error(e)) => return Err(Error::io(&path, e)),
             }
-            Err(TryLockError::Error(e)) => return Err(Error::io(&path, e)),
         }
         let pid = std::process::id();
         file.set_len(0)
