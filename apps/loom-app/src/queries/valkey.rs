@@ -18,10 +18,11 @@ use super::{opt, Parts};
 
 /// Half-width of the packet window around the slowest read, µs.
 pub const PACKET_WINDOW_US: u64 = 5_000_000;
-/// Packets sampled to find the server port (the probe keeps only the
-/// server port's packets, so any sample names it; a few dozen outvote a
-/// stray packet).
+/// Packets sampled for candidate server ports (the probe keeps only the
+/// server port's packets, so every sampled packet names it).
 const PORT_SAMPLE: u64 = 64;
+/// Candidate ports counted over the whole window.
+const PORT_CANDIDATES: usize = 4;
 
 /// Count in the window, its p99.99, and how many records are slower than it.
 struct Tail {
@@ -86,8 +87,9 @@ pub fn p2(a: &mut Asker, t0: u64, t1: u64) -> Parts {
     Ok((text, machine))
 }
 
-/// The port most of `rows` (`src_port`, `dst_port`) share, lowest on a tie.
-fn common_port(rows: &[super::asker::Row]) -> Option<u64> {
+/// The ports of `rows` (`src_port`, `dst_port`), most frequent first
+/// (lowest first on a tie), at most [`PORT_CANDIDATES`].
+fn candidate_ports(rows: &[super::asker::Row]) -> Vec<u64> {
     let mut per_port: HashMap<u64, u64> = HashMap::new();
     for r in rows {
         let (a, b) = (r.u64("src_port"), r.u64("dst_port"));
@@ -98,10 +100,25 @@ fn common_port(rows: &[super::asker::Row]) -> Option<u64> {
             *per_port.entry(b).or_default() += 1;
         }
     }
-    per_port
+    let mut ports: Vec<(u64, u64)> = per_port.into_iter().collect();
+    ports.sort_by_key(|&(port, n)| (std::cmp::Reverse(n), port));
+    ports
         .into_iter()
-        .max_by_key(|&(port, n)| (n, std::cmp::Reverse(port)))
+        .take(PORT_CANDIDATES)
         .map(|(p, _)| p)
+        .collect()
+}
+
+/// Packets in the window from or to port `p`.
+fn packets_of_port(a: &mut Asker, p: u64, around: &str) -> influxql::Result<u64> {
+    // dst_port is range-indexed (one bin per port); src_port is not.
+    let to = a.one(format!(
+        "SELECT count(length) FROM packet WHERE dst_port = {p} AND {around}"
+    ))?;
+    let from = a.one(format!(
+        "SELECT count(length) FROM packet WHERE src_port = {p} AND dst_port != {p} AND {around}"
+    ))?;
+    Ok(to.u64("count").unwrap_or(0) + from.u64("count").unwrap_or(0))
 }
 
 /// valkey-p3: the slowest KV read (earliest if tied) and the packets stored
@@ -129,20 +146,16 @@ pub fn p3(a: &mut Asker, t0: u64, t1: u64) -> Parts {
     let sample = a.all(format!(
         "SELECT src_port, dst_port FROM packet WHERE {around} LIMIT {PORT_SAMPLE}"
     ))?;
-    let port = common_port(&sample);
-    let port_packets = match port {
-        None => 0,
-        Some(p) => {
-            // dst_port is range-indexed (one bin per port); src_port is not.
-            let to = a.one(format!(
-                "SELECT count(length) FROM packet WHERE dst_port = {p} AND {around}"
-            ))?;
-            let from = a.one(format!(
-                "SELECT count(length) FROM packet WHERE src_port = {p} AND dst_port != {p} AND {around}"
-            ))?;
-            to.u64("count").unwrap_or(0) + from.u64("count").unwrap_or(0)
+    // A sample of one connection's packets names its client port as often
+    // as the server's: count each candidate over the whole window.
+    let mut best: Option<(u64, u64)> = None;
+    for p in candidate_ports(&sample) {
+        let n = packets_of_port(a, p, &around)?;
+        if best.is_none_or(|(_, m)| n > m) {
+            best = Some((p, n));
         }
-    };
+    }
+    let (port, port_packets) = (best.map(|b| b.0), best.map_or(0, |b| b.1));
     let port_text = opt(port);
     Ok((
         format!(
