@@ -74,8 +74,8 @@ EVAL_IS_SIZES ?= 8 64 256 1024 # ingest scaling: record sizes, B (same at every 
 EVAL_DD_MB ?= 4096             # dd direct-I/O reference, MiB written (1024 / 16384)
 EVAL_AB_LOOKBACKS ?= 20 60 120 300 600  # ablation lookbacks, s (20 60 / 20 60 120 300 600)
 EVAL_AB_SPEED ?= 10            # ablation: replay pace multiplier of the P2 data, event time stored (10 / 1)
-EVAL_AB_MAX_RATE ?= 1600000    # ablation: records/s the replay may reach; the speed is lowered to stay under
-                               # (loom-app dropped 65 % at 3.5 M/s, 0.6 % at 2 M/s on 2 cores)
+EVAL_AB_MAX_RATE ?= 3000000    # ablation: records/s the replay may reach; the speed is lowered to stay under
+                               # (event time, 500 ms reorder: 0 dropped at 3.1 M/s for 40 s, loom-app 0.37 cores)
 EVAL_AB_REPS ?= 2              # ablation: repetitions of each query after the cut-off (1 / 5)
 EVAL_WORKLOADS ?= rocksdb valkey
 EVAL_PHASES ?= p1 p2 p3

@@ -399,11 +399,7 @@ class Evaluation:
         # loom-app ingests without dropping; it is not pinned here (the numbers are query
         # latencies after ingest stopped, and pinned to one core it dropped 5 % at 2 M/s).
         speed = self.ab_speed(self.recorded_rate("rocksdb-p2"))
-        # A 50 ms reorder window, not loom-app's 500 ms default: the ablation replays
-        # above 1 M records/s, where holding 500 ms of records made loom-app drop
-        # 16-18 % (0 % at 50 ms, measured 2026-11-22); the counts compare index modes
-        # over the same stored data, so a few raised timestamps do not matter here.
-        flags = f"--stop-after-connections 1 --timestamps event --reorder-window-ms 50 --query-count {k.ab_reps}"
+        flags = f"--stop-after-connections 1 --timestamps event --query-count {k.ab_reps}"
         ingest_s = (125 + lb) / speed
         self.endpoint_run(("ab-mach-app", dict(QUERY=ABLATION_QUERY, AB_LOG="ablation-all", LOOKBACK=lb,
                                                LOOM_APP_FLAGS=flags, CARGO="true", E2E_PIN_APP="")),

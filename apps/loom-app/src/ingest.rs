@@ -15,7 +15,7 @@ use telemetry::raw::{self, SourceKey};
 use crate::counters::Counters;
 use crate::otlp_ingest::OtlpStage;
 use crate::receive::Msg;
-use crate::reorder::Reorder;
+use crate::reorder::{Reorder, Timed, WireRecord};
 use crate::source_table::SourceTable;
 use crate::sources::schema_of;
 
@@ -130,13 +130,12 @@ pub struct Ingest {
     counters: Arc<Counters>,
     cfg: IngestConfig,
     sources: SourceTable<Source>,
-    buf: Vec<u8>,
     offset: Option<u64>,
     first_stored: Option<u64>,
     errors: u64,
     health: StorageHealth,
-    reorder: Option<Reorder>,
-    ready: Vec<(u64, telemetry::Record)>,
+    reorder: Option<Reorder<WireRecord>>,
+    ready: Vec<Timed<WireRecord>>,
     otlp: OtlpStage,
 }
 
@@ -157,7 +156,6 @@ impl Ingest {
             counters,
             cfg,
             sources: SourceTable::default(),
-            buf: Vec::with_capacity(64),
             offset: None,
             first_stored: None,
             errors: 0,
@@ -268,35 +266,33 @@ impl Ingest {
                 }
             }
             (TimestampMode::Event, true) => {
-                if let Some(stage) = self.reorder.as_mut() {
-                    for (kind, body) in f.records() {
-                        if let Ok(r) = telemetry::Record::decode(kind, body) {
-                            stage.add(r.timestamp_us().saturating_add(offset), r);
-                        }
+                for (kind, body) in f.records() {
+                    let ts = raw::event_time(kind, body).saturating_add(offset);
+                    match (
+                        self.slot_of(SourceKey::of(kind, body)),
+                        self.reorder.as_mut(),
+                    ) {
+                        (Some(i), Some(stage)) => stage.add(ts, WireRecord::new(i, kind, body)),
+                        _ => t.skipped += 1,
                     }
-                    let mut ready = std::mem::take(&mut self.ready);
-                    stage.release(&mut ready);
-                    self.store_all(&ready, &mut t);
-                    ready.clear();
-                    self.ready = ready;
                 }
+                let mut ready = std::mem::take(&mut self.ready);
+                if let Some(stage) = self.reorder.as_mut() {
+                    stage.release(&mut ready);
+                }
+                self.store_all(&ready, &mut t);
+                ready.clear();
+                self.ready = ready;
             }
         }
         self.account(t);
     }
 
     /// Stores records released by the reorder stage.
-    fn store_all(&mut self, ready: &[(u64, telemetry::Record)], t: &mut Tally) {
-        let mut buf = std::mem::take(&mut self.buf);
+    fn store_all(&mut self, ready: &[Timed<WireRecord>], t: &mut Tally) {
         for (ts, r) in ready {
-            buf.clear();
-            r.encode_into(&mut buf);
-            match self.slot_of(SourceKey::of_record(r)) {
-                Some(i) => self.push(i, *ts, &buf, t),
-                None => t.skipped += 1,
-            }
+            self.push(r.slot(), *ts, r.bytes(), t);
         }
-        self.buf = buf;
     }
 
     /// Releases everything the reorder stages hold (end of ingest).
