@@ -128,9 +128,19 @@ impl FieldDef {
 #[inline]
 pub(crate) fn read_raw(bytes: &[u8], offset: usize, width: usize) -> Option<u64> {
     let b = bytes.get(offset..offset.checked_add(width)?)?;
-    let mut a = [0u8; 8];
-    a[..width].copy_from_slice(b);
-    Some(u64::from_le_bytes(a))
+    // Fixed-size reads for the common widths: the range indexer calls this
+    // per record, and a variable-length copy is a memcpy call.
+    Some(match width {
+        8 => u64::from_le_bytes(b.try_into().ok()?),
+        4 => u64::from(u32::from_le_bytes(b.try_into().ok()?)),
+        2 => u64::from(u16::from_le_bytes(b.try_into().ok()?)),
+        1 => u64::from(*b.first()?),
+        _ => {
+            let mut a = [0u8; 8];
+            a.get_mut(..width)?.copy_from_slice(b);
+            u64::from_le_bytes(a)
+        }
+    })
 }
 
 /// Range-index bins over one unsigned field: `n_bins` bins of width
