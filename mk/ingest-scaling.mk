@@ -27,7 +27,7 @@ IS_SIZES     = 8 64 256 1024
 IS_DD_MB     = $(or $(DD_MB),16384)
 TMP_DATA_DIR ?= $(CURDIR)/tmp-data
 IS_STORAGE   = $(TMP_DATA_DIR)/ingest-scaling
-IS_OUT       = evaluation-output
+IS_OUT       ?= evaluation-output
 IS_BIN       = $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)/release/ingest-scaling
 IS_PIN       = $(if $(IS_CPUS),taskset -c $(IS_CPUS))
 # Run targets build first, unless IS_NO_BUILD is set (is-table builds once).

@@ -70,10 +70,49 @@ pub enum IngestEnd {
     CutOff,
 }
 
-/// What the ingest thread keeps of a declared source.
-struct Source {
+/// What an ingest path keeps of a declared source: its handle and the
+/// newest time pushed (the engine takes each source in time order).
+pub struct Source {
     handle: SourceHandle,
     last_ts: u64,
+}
+
+impl Source {
+    /// A source whose newest stored record is at `last_ts` (0: none).
+    pub fn new(handle: SourceHandle, last_ts: u64) -> Self {
+        Source { handle, last_ts }
+    }
+
+    /// Pushes one record at `ts`, raised to the source's newest time when
+    /// older (a record that came after its time was released), and counts
+    /// it into `t`; a refused record is counted and its error returned for
+    /// the caller to report.
+    #[inline]
+    pub fn push(
+        &mut self,
+        w: &mut Writer,
+        ts: u64,
+        bytes: &[u8],
+        t: &mut Tally,
+    ) -> Result<(), loom::Error> {
+        let mut ts = ts;
+        if ts < self.last_ts {
+            ts = self.last_ts;
+            t.clamped += 1;
+        }
+        match w.push(self.handle, ts, bytes) {
+            Ok(_) => {
+                self.last_ts = ts;
+                t.ingested += 1;
+                t.newest = t.newest.max(ts);
+                Ok(())
+            }
+            Err(e) => {
+                t.refused += 1;
+                Err(e)
+            }
+        }
+    }
 }
 
 /// Wall-clock time, µs since the Unix epoch.
@@ -176,7 +215,7 @@ impl Ingest {
                     "declared source {} ({id:#x})",
                     telemetry::source::describe(id).unwrap_or_default()
                 );
-                Some(self.sources.insert(id, key, Source { handle, last_ts: 0 }))
+                Some(self.sources.insert(id, key, Source::new(handle, 0)))
             }
             Err(e) => {
                 self.errors += 1;
@@ -200,30 +239,6 @@ impl Ingest {
                 }
                 None => self.declare(key.id(), Some(key), schema_of(&key.series())),
             },
-        }
-    }
-
-    /// Appends one record of source `id` at `ts`, declaring the source with
-    /// `schema()` on first sight (the path for records that do not come as
-    /// telemetry payloads). Counts into `t`; call [`Self::account`] after.
-    // The entry point of ingest paths without telemetry payloads (OTLP,
-    // being added alongside); tested below.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub fn append(
-        &mut self,
-        id: u64,
-        schema: impl FnOnce() -> SourceSchema,
-        ts: u64,
-        bytes: &[u8],
-        t: &mut Tally,
-    ) {
-        let slot = match self.sources.lookup_id(id) {
-            Some(i) => Some(i),
-            None => self.declare(id, None, schema()),
-        };
-        match slot {
-            Some(i) => self.push(i, ts, bytes, t),
-            None => t.skipped += 1,
         }
     }
 
@@ -313,32 +328,17 @@ impl Ingest {
         self.reorder.as_ref().map_or(0, |r| r.held()) + self.otlp.held()
     }
 
-    /// Pushes one record of the source in `slot` at `ts` (raised to the
-    /// source's newest time when older: a record that came after its time
-    /// was released).
+    /// Pushes one record of the source in `slot` at `ts` (see [`Source::push`]).
     #[inline]
     fn push(&mut self, slot: usize, ts: u64, bytes: &[u8], t: &mut Tally) {
         let Some(src) = self.sources.get_mut(slot) else {
             t.skipped += 1;
             return;
         };
-        let mut ts = ts;
-        if ts < src.last_ts {
-            ts = src.last_ts;
-            t.clamped += 1;
-        }
-        match self.writer.push(src.handle, ts, bytes) {
-            Ok(_) => {
-                src.last_ts = ts;
-                t.ingested += 1;
-                t.newest = t.newest.max(ts);
-            }
-            Err(loom::Error::StorageFailing(why)) => {
-                t.refused += 1;
-                self.health.refused(&why);
-            }
+        match src.push(&mut self.writer, ts, bytes, t) {
+            Ok(()) => {}
+            Err(loom::Error::StorageFailing(why)) => self.health.refused(&why),
             Err(e) => {
-                t.refused += 1;
                 self.errors += 1;
                 if self.errors <= 10 {
                     log::error!("push failed: {e}");
@@ -495,33 +495,28 @@ mod tests {
         }
     }
 
-    /// Records appended by id (the path of non-telemetry ingest) and pushed
-    /// from wire-form frames land in their sources, the same source for the
-    /// same id whichever path declared it; an older time is raised and counted.
+    /// Wire-form frames land in their record's source; a frame that
+    /// arrives stamped earlier than the source's newest record is raised
+    /// to it and counted.
     #[test]
-    fn appended_and_framed_records_share_sources() {
+    fn framed_records_are_pushed_in_order_per_source() {
         let dir = tempfile::tempdir().unwrap();
         let (writer, reader) = loom::open(dir.path(), loom::Config::default()).unwrap();
         let counters = Arc::new(Counters::default());
         let otlp = OtlpStage::new(Arc::new(otlp::Registry::new(16, [])), 0);
         let mut ing = Ingest::new(writer, counters.clone(), config(), otlp);
         let read = SourceKey::Kv(false);
-        let schema = || schema_of(&read.series());
-        let mut t = Tally::default();
-        let mut body = Vec::new();
+        let mut payload = vec![telemetry::Kind::KvOp as u8];
         telemetry::Record::KvOp(telemetry::KvOp {
             thread_id: 1,
             op: telemetry::KvOpKind::Read,
             start_us: 5,
             duration_us: 9,
         })
-        .encode_into(&mut body);
-        ing.append(read.id(), schema, 100, &body, &mut t);
-        ing.append(read.id(), schema, 90, &body, &mut t);
-        ing.account(t);
-        let mut payload = vec![telemetry::Kind::KvOp as u8];
-        payload.extend_from_slice(&body);
-        ing.frames(&Frames::new(200, payload, 1, 1));
+        .encode_into(&mut payload);
+        for arrival in [100, 90, 200] {
+            ing.frames(&Frames::new(arrival, payload.clone(), 1, 1));
+        }
         ing.writer.sync();
         let snap = reader.snapshot();
         assert_eq!(snap.sources(), vec![SourceId(read.id())]);

@@ -6,21 +6,16 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use loom::{SourceHandle, SourceId, Writer};
+use loom::{SourceId, Writer};
 use otlp::{Registry, Shaped};
 
-use crate::ingest::Tally;
+use crate::ingest::{Source, Tally};
 use crate::reorder::{Reorder, Timed};
-
-struct Series {
-    handle: SourceHandle,
-    last_ts: u64,
-}
 
 /// OTLP records on their way into the engine.
 pub struct OtlpStage {
     registry: Arc<Registry>,
-    series: HashMap<u64, Series>,
+    series: HashMap<u64, Source>,
     reorder: Option<Reorder<Shaped>>,
     ready: Vec<Timed<Shaped>>,
     errors: u64,
@@ -106,7 +101,7 @@ impl OtlpStage {
                     // A reopened store's series continues after its newest
                     // record (the engine refuses older times).
                     let last_ts = reader.latest_timestamp(id).unwrap_or(0);
-                    self.series.insert(id.0, Series { handle, last_ts });
+                    self.series.insert(id.0, Source::new(handle, last_ts));
                 }
                 Err(e) => {
                     self.log_error(format_args!("cannot declare series {name}: {e}"));
@@ -140,29 +135,15 @@ impl OtlpStage {
         }
     }
 
-    /// Pushes one record at `ts` (its series declared by `take`), raised
-    /// to its series' newest time when older (it came after its time was
-    /// released).
+    /// Pushes one record at `ts` (its series declared by `take`; see
+    /// [`Source::push`]).
     fn store(&mut self, w: &mut Writer, ts: u64, r: &Shaped, t: &mut Tally) {
         let Some(s) = self.series.get_mut(&r.source) else {
             t.skipped += 1;
             return;
         };
-        let mut ts = ts;
-        if ts < s.last_ts {
-            ts = s.last_ts;
-            t.clamped += 1;
-        }
-        match w.push(s.handle, ts, &r.bytes) {
-            Ok(_) => {
-                s.last_ts = ts;
-                t.ingested += 1;
-                t.newest = t.newest.max(ts);
-            }
-            Err(e) => {
-                t.refused += 1;
-                self.log_error(format_args!("push failed: {e}"));
-            }
+        if let Err(e) = s.push(w, ts, &r.bytes, t) {
+            self.log_error(format_args!("push failed: {e}"));
         }
     }
 }
