@@ -82,6 +82,18 @@ impl ChunkBytes<'_> {
     }
 }
 
+/// How many index entries a source holds in memory (see
+/// [`Snapshot::index_held`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexHeld {
+    /// Time-index (directory) entries: one per chunk.
+    pub chunks: usize,
+    /// Chunks with range-index summaries.
+    pub summarised_chunks: usize,
+    /// Range-index bin summaries (one per bin a chunk's values touch).
+    pub bin_summaries: usize,
+}
+
 /// The store as of one `sync`, with the range-index summaries built so
 /// far: every query on it sees the same records. Cheap to hold and to clone:
 /// it shares memory with the writer.
@@ -179,6 +191,20 @@ impl Snapshot {
             None => return None,
         };
         Some((first, sv.last_ts))
+    }
+
+    /// In-memory index entries of a source (its time index and range-index
+    /// summaries); retention frees those of dropped chunks in whole slabs,
+    /// so these stay proportional to what the store keeps.
+    pub fn index_held(&self, id: SourceId) -> Option<IndexHeld> {
+        let sv = self.view(id).ok()?;
+        let idx = *self.p.ids.get(&id)?;
+        let (spans, bins) = self.ix.held(idx).unwrap_or((0, 0));
+        Some(IndexHeld {
+            chunks: sv.dir.chunks.len() - sv.dir.chunks.first(),
+            summarised_chunks: spans,
+            bin_summaries: bins,
+        })
     }
 
     /// Records of a source that retention has not dropped.

@@ -464,3 +464,63 @@ fn declaring_many_sources_at_once_writes_one_catalog_and_survives_reopen(
     );
     Ok(())
 }
+
+/// Retention frees the in-memory time index and range-index summaries of
+/// the chunks it dropped (in whole slabs of 4096 entries), and answers stay
+/// exact afterwards.
+#[test]
+fn retention_frees_the_index_memory_of_dropped_chunks() -> Result<(), Box<dyn std::error::Error>> {
+    const SLAB: usize = 4096;
+    let dir = tempfile::tempdir()?;
+    let cfg = Config {
+        retention_bytes: Some(4 * small_config().segment_size),
+        ..small_config()
+    };
+    let (mut w, r) = loom::open(dir.path(), cfg.clone())?;
+    let h = w.declare(SourceId(1), schema("read"))?;
+    let n = 400_000u64;
+    for i in 0..n {
+        w.push(h, i, &record(value(i), 8))?;
+        if i % 5_000 == 0 {
+            w.persist()?;
+        }
+    }
+    w.persist()?;
+    w.wait_for_index()?;
+    let sealed = w.stats().chunks as usize;
+    let snap = r.snapshot();
+    let held = snap.index_held(SourceId(1)).ok_or("no index entries")?;
+    let (first, last) = snap.time_span(SourceId(1)).ok_or("a time span")?;
+    let want = (first..=last)
+        .filter(|&i| (200..=900).contains(&value(i)))
+        .count() as u64;
+    for mode in [IndexMode::TimeRange, IndexMode::NoIndex] {
+        let got = r.count_matching(SourceId(1), first, last, 200, 900, mode)?;
+        assert_eq!(got.count, want, "{mode:?}");
+    }
+    w.close()?;
+    drop((snap, r));
+
+    // Reopened, the store indexes exactly the chunks it kept.
+    let (mut w, r) = loom::open(dir.path(), cfg)?;
+    w.wait_for_index()?;
+    let kept = r.snapshot().index_held(SourceId(1)).ok_or("reopened")?;
+    assert!(
+        sealed > 2 * SLAB + kept.chunks,
+        "{sealed} chunks sealed, {kept:?} kept: too few to free a slab"
+    );
+    assert!(
+        held.chunks <= kept.chunks + SLAB,
+        "{held:?} held, {kept:?} kept"
+    );
+    assert!(
+        held.summarised_chunks <= kept.summarised_chunks + SLAB,
+        "{held:?} held, {kept:?} kept"
+    );
+    assert!(
+        held.bin_summaries <= kept.bin_summaries + SLAB + 22,
+        "{held:?} held, {kept:?} kept"
+    );
+    w.close()?;
+    Ok(())
+}

@@ -150,6 +150,10 @@ pub struct Cli {
     /// Largest OTLP request body, bytes (also after decompression).
     #[arg(long, default_value_t = 8 << 20)]
     pub otlp_max_body_bytes: usize,
+    /// Longest wait for an OTLP/HTTP request body, ms: a client that
+    /// stalls mid-body gets 408 and its connection is closed.
+    #[arg(long, default_value_t = 10_000)]
+    pub otlp_read_timeout_ms: u64,
     /// Hold OTLP items this many ms of their own time and store each series
     /// in time order (spans are exported when they end, so their start
     /// times arrive out of order by up to the longest span plus the export
@@ -198,6 +202,10 @@ impl Cli {
         anyhow::ensure!(
             self.otlp_max_body_bytes > 0,
             "--otlp-max-body-bytes must be positive"
+        );
+        anyhow::ensure!(
+            self.otlp_read_timeout_ms > 0,
+            "--otlp-read-timeout-ms must be positive"
         );
         anyhow::ensure!(self.otlp_threads > 0, "--otlp-threads must be positive");
         Ok(())

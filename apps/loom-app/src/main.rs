@@ -128,7 +128,10 @@ fn main() -> anyhow::Result<()> {
         tx.clone(),
         counters.clone(),
         token.clone(),
-        cli.otlp_max_body_bytes,
+        (
+            cli.otlp_max_body_bytes,
+            Duration::from_millis(cli.otlp_read_timeout_ms),
+        ),
     ));
     let otlp_servers = otlp_ingest::start(&cli, intake, token.as_deref())?;
     {

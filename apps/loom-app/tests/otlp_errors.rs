@@ -487,3 +487,51 @@ fn a_token_is_required_when_configured() {
     );
     assert_eq!(v.0, 200);
 }
+
+/// A client that stalls mid-body gets 408 once `--otlp-read-timeout-ms`
+/// passes, and only its connection is affected: another client is served
+/// meanwhile and what it sent is stored.
+#[test]
+fn a_stalled_body_times_out_alone() {
+    use std::io::Read;
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let app = App::start(
+        &dir.path().join("store"),
+        &["--otlp-read-timeout-ms", "500"],
+    );
+    let body = traces("svc", &[("op", 3_000_000, 1)]).encode_to_vec();
+    let mut stalled = std::net::TcpStream::connect(&app.http).expect("connect");
+    stalled
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let started = Instant::now();
+    write!(
+        stalled,
+        "POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n{PROTOBUF}\r\n",
+        body.len() + 100
+    )
+    .expect("send head");
+    stalled.write_all(&body).expect("send part of the body");
+
+    let (s, _, _) = post(&app.http, "/v1/traces", PROTOBUF, &body);
+    assert_eq!(s, 200, "another client while one stalls");
+
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+        match stalled.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let head = String::from_utf8_lossy(&got);
+    assert!(head.starts_with("HTTP/1.1 408"), "{head}");
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(400) && waited < Duration::from_secs(20),
+        "answered after {waited:?}"
+    );
+    settles_at(&app.influx, "SELECT count(duration_us) FROM span", 1);
+}

@@ -40,6 +40,14 @@ impl Directory {
         }
     }
 
+    /// Frees the entries of chunks below log address `retained_from`
+    /// (whole slabs); returns the first retained chunk's number.
+    pub(crate) fn forget_below(&mut self, retained_from: u64) -> usize {
+        let first = self.view(retained_from).start;
+        self.chunks.drop_below(first);
+        first
+    }
+
     /// A view without the chunks below log address `retained_from`.
     pub(crate) fn view(&self, retained_from: u64) -> DirectoryView {
         let chunks = self.chunks.view();

@@ -69,6 +69,9 @@ pub(crate) enum IndexMsg {
         chunks: u64,
         after_jobs: u64,
     },
+    /// Retention dropped the chunks of `source` below `below_chunk`: free
+    /// their summaries.
+    Forget { source: usize, below_chunk: usize },
     /// Answered once every earlier message is processed and published.
     Barrier(Sender<()>),
 }
@@ -390,6 +393,15 @@ impl Worker {
             } => {
                 if let Some(s) = self.segs.as_mut() {
                     s.pending.push((segment, data_end, chunks, after_jobs));
+                }
+                false
+            }
+            IndexMsg::Forget {
+                source,
+                below_chunk,
+            } => {
+                if let Some(Some(si)) = self.sources.get_mut(source) {
+                    si.summaries.forget_below(below_chunk);
                 }
                 false
             }

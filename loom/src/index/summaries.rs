@@ -23,12 +23,46 @@ pub(crate) struct SourceSummaries {
     pub bins: AppendVec<BinSummary>,
 }
 
+impl BinSpan {
+    /// A chunk whose summaries are not known (below where indexing began).
+    const UNKNOWN: BinSpan = BinSpan {
+        start: 0,
+        len: u32::MAX,
+    };
+}
+
 impl SourceSummaries {
     pub(crate) fn new() -> Self {
         SourceSummaries {
             spans: AppendVec::new(PAGE),
             bins: AppendVec::new(PAGE),
         }
+    }
+
+    /// Summaries that begin at chunk `first_chunk` (a source whose older
+    /// chunks retention already dropped); earlier chunks read as unknown.
+    pub(crate) fn starting_at(first_chunk: usize) -> Self {
+        let mut s = Self::new();
+        s.spans.skip_to(first_chunk, BinSpan::UNKNOWN);
+        s
+    }
+
+    /// Frees the summaries of chunks below `chunk` (retention dropped them).
+    pub(crate) fn forget_below(&mut self, chunk: usize) {
+        let chunk = chunk.min(self.spans.len());
+        // Bins are pushed in chunk order, so the first bin still needed is
+        // the first bin of `chunk` (every bin when all chunks go; none when
+        // `chunk` and all before it were never summarised).
+        let first_bin = if chunk == self.spans.len() {
+            self.bins.len() as u64
+        } else {
+            match self.spans.get(chunk) {
+                Some(span) if span != BinSpan::UNKNOWN => span.start,
+                _ => 0,
+            }
+        };
+        self.bins.drop_below(first_bin as usize);
+        self.spans.drop_below(chunk);
     }
 
     /// Appends the summaries of the next chunk.
@@ -67,7 +101,23 @@ pub(crate) struct IndexSnapshot {
     pub error: Option<String>,
 }
 
+impl SourceIndexView {
+    /// Entries held in memory: (chunk spans, bin summaries).
+    fn held(&self) -> (usize, usize) {
+        (
+            self.spans.len() - self.spans.first(),
+            self.bins.len() - self.bins.first(),
+        )
+    }
+}
+
 impl IndexSnapshot {
+    /// Entries held in memory for source `source`: (chunk spans, bin
+    /// summaries); `None` without a range index.
+    pub(crate) fn held(&self, source: usize) -> Option<(usize, usize)> {
+        Some(self.sources.get(source)?.as_ref()?.held())
+    }
+
     /// The summaries of chunk `chunk_no` of source `source`, `None` if that
     /// chunk is not indexed (yet).
     pub(crate) fn summaries(
@@ -76,7 +126,7 @@ impl IndexSnapshot {
         chunk_no: usize,
     ) -> Option<impl Iterator<Item = BinSummary> + '_> {
         let v = self.sources.get(source)?.as_ref()?;
-        let span = v.spans.get(chunk_no)?;
+        let span = v.spans.get(chunk_no).filter(|s| *s != BinSpan::UNKNOWN)?;
         Some(
             (span.start..span.start + u64::from(span.len))
                 .filter_map(move |i| v.bins.get(i as usize)),

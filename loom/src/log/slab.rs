@@ -211,11 +211,16 @@ impl<T: Copy> SlabView<T> {
 
 /// An unbounded append-only vector built from fixed-size slabs; full slabs
 /// are shared with readers as they are, so publishing costs O(1) per slab.
+/// Indices never change: [`AppendVec::drop_below`] frees whole slabs at the
+/// front (retention), after which their indices read as absent.
 pub(crate) struct AppendVec<T: Copy> {
     full: Arc<Vec<SlabView<T>>>,
     current: SlabWriter<T>,
     page: usize,
     total: usize,
+    /// Slabs freed at the front: `full[0]` holds indices from
+    /// `first_page * page` on.
+    first_page: usize,
 }
 
 /// A reader's view of an `AppendVec` prefix.
@@ -225,6 +230,7 @@ pub(crate) struct AppendView<T: Copy> {
     current: SlabView<T>,
     page: usize,
     len: usize,
+    first_page: usize,
 }
 
 impl<T: Copy> AppendVec<T> {
@@ -234,9 +240,11 @@ impl<T: Copy> AppendVec<T> {
             current: SlabWriter::new(page, 1),
             page,
             total: 0,
+            first_page: 0,
         }
     }
 
+    /// Entries pushed so far, freed ones included (the next index).
     pub(crate) fn len(&self) -> usize {
         self.total
     }
@@ -250,9 +258,32 @@ impl<T: Copy> AppendVec<T> {
         self.total += 1;
     }
 
-    #[cfg(test)]
+    /// Pushes `filler` until the next index is `n`, freeing the slabs it
+    /// fills (a vector that starts at index `n`).
+    pub(crate) fn skip_to(&mut self, n: usize, filler: T) {
+        while self.total < n {
+            self.push(filler);
+            if self.total.is_multiple_of(self.page) {
+                self.drop_below(self.total);
+            }
+        }
+        self.drop_below(n);
+    }
+
+    /// Frees the full slabs whose every index is below `n`; readers' views
+    /// taken before keep theirs.
+    pub(crate) fn drop_below(&mut self, n: usize) {
+        let upto = (n / self.page).min(self.first_page + self.full.len());
+        if upto > self.first_page {
+            Arc::make_mut(&mut self.full).drain(..upto - self.first_page);
+            self.first_page = upto;
+        }
+    }
+
+    /// The entry at `i`, `None` if freed or not pushed.
     pub(crate) fn get(&self, i: usize) -> Option<T> {
-        let (p, o) = (i / self.page, i % self.page);
+        let p = (i / self.page).checked_sub(self.first_page)?;
+        let o = i % self.page;
         if p < self.full.len() {
             self.full[p].as_slice().get(o).copied()
         } else if p == self.full.len() {
@@ -267,12 +298,19 @@ impl<T: Copy> AppendVec<T> {
         self.total.checked_sub(1).and_then(|i| self.get(i))
     }
 
+    /// Entries held in memory (not freed).
+    #[cfg(test)]
+    pub(crate) fn held(&self) -> usize {
+        self.total - self.first_page * self.page
+    }
+
     pub(crate) fn view(&self) -> AppendView<T> {
         AppendView {
             full: Arc::clone(&self.full),
             current: self.current.view(),
             page: self.page,
             len: self.total,
+            first_page: self.first_page,
         }
     }
 }
@@ -282,11 +320,17 @@ impl<T: Copy> AppendView<T> {
         self.len
     }
 
+    /// The first index not freed.
+    pub(crate) fn first(&self) -> usize {
+        (self.first_page * self.page).min(self.len)
+    }
+
     pub(crate) fn get(&self, i: usize) -> Option<T> {
         if i >= self.len {
             return None;
         }
-        let (p, o) = (i / self.page, i % self.page);
+        let p = (i / self.page).checked_sub(self.first_page)?;
+        let o = i % self.page;
         if p < self.full.len() {
             self.full[p].as_slice().get(o).copied()
         } else {
@@ -295,9 +339,10 @@ impl<T: Copy> AppendView<T> {
     }
 
     /// First index `i` in `[0, len)` for which `pred` is false, assuming
-    /// `pred` is true on a prefix and false after it.
+    /// `pred` is true on a prefix and false after it. Freed entries count as
+    /// part of that prefix (they are the oldest: retention frees in order).
     pub(crate) fn partition_point(&self, mut pred: impl FnMut(&T) -> bool) -> usize {
-        let (mut lo, mut hi) = (0usize, self.len);
+        let (mut lo, mut hi) = (self.first(), self.len);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             match self.get(mid) {
@@ -371,5 +416,44 @@ mod tests {
         assert_eq!(v.partition_point(|x| *x < 7), 7);
         assert_eq!(a.get(10), Some(10));
         assert_eq!(a.last(), Some(10));
+    }
+
+    #[test]
+    fn dropping_slabs_keeps_indices_and_old_views() {
+        let mut v: AppendVec<u64> = AppendVec::new(4);
+        for i in 0..10 {
+            v.push(i);
+        }
+        let before = v.view();
+        v.drop_below(9);
+        assert_eq!(v.len(), 10);
+        assert_eq!(v.held(), 2, "slabs [0,4) and [4,8) freed, [8,10) kept");
+        assert_eq!(v.get(7), None);
+        assert_eq!(v.get(8), Some(8));
+        let after = v.view();
+        assert_eq!(after.first(), 8);
+        assert_eq!(after.get(3), None);
+        assert_eq!(after.get(9), Some(9));
+        assert_eq!(after.partition_point(|&x| x < 5), 8);
+        assert_eq!(after.partition_point(|&x| x < 9), 9);
+        assert_eq!(
+            before.get(3),
+            Some(3),
+            "a view taken before keeps its slabs"
+        );
+        assert_eq!(before.partition_point(|&x| x < 5), 5);
+        v.drop_below(100);
+        assert_eq!(v.held(), 2, "the slab being written is never freed");
+        for i in 10..13 {
+            v.push(i);
+        }
+        assert_eq!(v.get(12), Some(12));
+
+        let mut s: AppendVec<u64> = AppendVec::new(4);
+        s.skip_to(10, u64::MAX);
+        assert_eq!((s.len(), s.held()), (10, 2));
+        s.push(10);
+        assert_eq!(s.get(10), Some(10));
+        assert_eq!(s.view().first(), 8);
     }
 }

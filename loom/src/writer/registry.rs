@@ -151,13 +151,15 @@ impl Writer {
     /// bound, so ingest never waits for history).
     fn attach_index(&mut self, idx: usize, state: IndexState) -> Result<()> {
         let state = Arc::new(state);
+        // Chunks retention dropped are neither read nor summarised.
+        let first = self.sources[idx].dir.view(self.retained_from).start;
         self.send_index(IndexMsg::Declare {
             source: idx,
             state: Arc::clone(&state),
-            summaries: SourceSummaries::new(),
+            summaries: SourceSummaries::starting_at(first),
         })?;
         let chunks = self.sources[idx].dir.chunks.view();
-        for chunk_no in 0..chunks.len() {
+        for chunk_no in first..chunks.len() {
             let Some(c) = chunks.get(chunk_no) else { break };
             self.stats.chunks_reindexed += 1;
             let block = self.block_holding(c.addr);

@@ -3,6 +3,7 @@
 //! than `retention_age_us` before the newest record of the store. Queries
 //! over dropped time answer as if it held no records.
 
+use crate::index::indexer::IndexMsg;
 use crate::storage::catalog::sync_dir;
 use crate::storage::layout::Layout;
 use crate::storage::segment_index;
@@ -78,7 +79,30 @@ impl Writer {
             if let Err(e) = sync_dir(&self.dir) {
                 log::error!("retention: {e}");
             }
+            self.forget_dropped_chunks();
             self.sync();
+        }
+    }
+
+    /// Frees the in-memory directory entries and range-index summaries of
+    /// the chunks retention dropped (whole slabs), so a long-running store
+    /// under retention holds index memory for what it keeps only.
+    fn forget_dropped_chunks(&mut self) {
+        let retained_from = self.retained_from;
+        let mut indexed = Vec::new();
+        for (idx, s) in self.sources.iter_mut().enumerate() {
+            let first = s.dir.forget_below(retained_from);
+            if s.index.is_some() {
+                indexed.push((idx, first));
+            }
+        }
+        for (source, below_chunk) in indexed {
+            if let Err(e) = self.send_index(IndexMsg::Forget {
+                source,
+                below_chunk,
+            }) {
+                log::error!("retention: {e}");
+            }
         }
     }
 }

@@ -173,7 +173,7 @@ mod tests {
             tx,
             counters.clone(),
             None,
-            1 << 20,
+            (1 << 20, std::time::Duration::from_secs(10)),
         );
         let svc = Services::new(Arc::new(intake));
         let req = || Request::new(ExportLogsServiceRequest::default());

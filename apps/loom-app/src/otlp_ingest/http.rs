@@ -5,11 +5,13 @@
 //! Status codes as the OTLP specification assigns them: 200 (with partial
 //! success when items were refused), 400 for a body that does not decode,
 //! 413 over `--otlp-max-body-bytes` (also after decompression), 415 for
-//! other content types or encodings, 401 without the token, and 503 with
+//! other content types or encodings, 401 without the token, 408 for a
+//! body that stalls past `--otlp-read-timeout-ms`, and 503 with
 //! `Retry-After` when the ingest queue is full or ingest has stopped.
 //! Error bodies are `google.rpc.Status` messages.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::State;
@@ -34,6 +36,7 @@ struct RpcStatus {
 
 /// gRPC status codes used in error bodies.
 const INVALID_ARGUMENT: i32 = 3;
+const DEADLINE_EXCEEDED: i32 = 4;
 const RESOURCE_EXHAUSTED: i32 = 8;
 const UNAVAILABLE: i32 = 14;
 const UNAUTHENTICATED: i32 = 16;
@@ -158,14 +161,29 @@ fn success(signal: Signal, encoding: Encoding, rejected: u64, message: String) -
         .into_response()
 }
 
-/// Reads the body, at most `limit` bytes; `Err(true)` when it is larger.
-async fn read_body(body: Body, limit: usize) -> Result<bytes::Bytes, (bool, String)> {
-    axum::body::to_bytes(body, limit).await.map_err(|e| {
-        let too_large = std::error::Error::source(&e)
-            .is_some_and(|s| s.is::<http_body_util::LengthLimitError>())
-            || e.to_string().contains("length limit");
-        (too_large, e.to_string())
-    })
+/// Why a request body could not be read.
+enum BodyError {
+    TooLarge,
+    TimedOut,
+    Broken(String),
+}
+
+/// Reads the body, at most `limit` bytes, waiting at most `timeout`.
+async fn read_body(body: Body, limit: usize, timeout: Duration) -> Result<bytes::Bytes, BodyError> {
+    match tokio::time::timeout(timeout, axum::body::to_bytes(body, limit)).await {
+        Err(_) => Err(BodyError::TimedOut),
+        Ok(Ok(b)) => Ok(b),
+        Ok(Err(e)) => {
+            let too_large = std::error::Error::source(&e)
+                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>())
+                || e.to_string().contains("length limit");
+            Err(if too_large {
+                BodyError::TooLarge
+            } else {
+                BodyError::Broken(e.to_string())
+            })
+        }
+    }
 }
 
 async fn export(intake: &Intake, signal: Signal, headers: &HeaderMap, body: Body) -> Response {
@@ -197,9 +215,9 @@ async fn export(intake: &Intake, signal: Signal, headers: &HeaderMap, body: Body
     let limit = intake.max_body;
     let too_large =
         || format!("request body larger than the limit of {limit} bytes (--otlp-max-body-bytes)");
-    let raw = match read_body(body, limit).await {
+    let raw = match read_body(body, limit, intake.read_timeout).await {
         Ok(b) => b,
-        Err((true, _)) => {
+        Err(BodyError::TooLarge) => {
             return bad(
                 intake,
                 StatusCode::PAYLOAD_TOO_LARGE,
@@ -208,7 +226,19 @@ async fn export(intake: &Intake, signal: Signal, headers: &HeaderMap, body: Body
                 too_large(),
             )
         }
-        Err((false, e)) => {
+        Err(BodyError::TimedOut) => {
+            return bad(
+                intake,
+                StatusCode::REQUEST_TIMEOUT,
+                DEADLINE_EXCEEDED,
+                encoding,
+                format!(
+                    "the request body did not arrive within {} ms (--otlp-read-timeout-ms)",
+                    intake.read_timeout.as_millis()
+                ),
+            )
+        }
+        Err(BodyError::Broken(e)) => {
             return bad(
                 intake,
                 StatusCode::BAD_REQUEST,
@@ -287,7 +317,7 @@ mod tests {
             tx,
             counters.clone(),
             None,
-            1 << 20,
+            (1 << 20, std::time::Duration::from_secs(10)),
         );
         (Arc::new(intake), counters, rx)
     }

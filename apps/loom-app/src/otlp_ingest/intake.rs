@@ -41,6 +41,8 @@ pub struct Intake {
     token: Option<String>,
     /// Largest request body, bytes (compressed and decompressed).
     pub max_body: usize,
+    /// Longest wait for an OTLP/HTTP request body.
+    pub read_timeout: std::time::Duration,
 }
 
 impl Intake {
@@ -51,7 +53,7 @@ impl Intake {
         tx: Sender<Msg>,
         counters: Arc<Counters>,
         token: Option<String>,
-        max_body: usize,
+        (max_body, read_timeout): (usize, std::time::Duration),
     ) -> Self {
         Intake {
             registry,
@@ -60,6 +62,7 @@ impl Intake {
             counters,
             token,
             max_body,
+            read_timeout,
         }
     }
 
@@ -166,7 +169,7 @@ mod tests {
             tx,
             Arc::new(Counters::default()),
             token.map(str::to_string),
-            1 << 20,
+            (1 << 20, std::time::Duration::from_secs(10)),
         );
         (i, rx)
     }
