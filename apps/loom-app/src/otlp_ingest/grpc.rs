@@ -5,12 +5,13 @@
 //! Status codes as the OTLP specification assigns them: UNAVAILABLE
 //! (retryable) when the ingest queue is full or ingest has stopped,
 //! UNAUTHENTICATED without the token; partial success in the response when
-//! items were refused. Bodies that do not decode are refused by tonic
-//! (INTERNAL, "failed to decode Protobuf message: …"), messages over the
-//! limit with OUT_OF_RANGE before they are read.
+//! items were refused. Bodies that do not decode and messages over the
+//! limit are refused by tonic before a handler runs; [`refine_status`]
+//! gives those refusals the codes OTLP clients act on (see there).
 
 use std::sync::Arc;
 
+use axum::http::{HeaderValue, Response as HttpResponse};
 use opentelemetry_proto::tonic::collector::logs::v1::logs_service_server::{
     LogsService, LogsServiceServer,
 };
@@ -33,6 +34,38 @@ use tonic::codec::CompressionEncoding;
 use tonic::{Request, Response, Status};
 
 use super::intake::{Intake, Outcome};
+
+/// Rewrites the status of tonic's own refusals. tonic answers a message
+/// that does not decode with INTERNAL (a server fault, to a client) and one
+/// over the size limit with OUT_OF_RANGE, which OTLP clients retry: the
+/// same too-large request would come back forever. These become
+/// INVALID_ARGUMENT and RESOURCE_EXHAUSTED without retry information (both
+/// not retryable under OTLP), the latter naming the limit and its flag.
+pub fn refine_status<B>(mut res: HttpResponse<B>, max_body: usize) -> HttpResponse<B> {
+    let headers = res.headers_mut();
+    let code = headers.get("grpc-status").and_then(|v| v.to_str().ok());
+    let message = headers
+        .get("grpc-message")
+        .and_then(|v| v.to_str().ok())
+        .map(|m| m.replace("%20", " "))
+        .unwrap_or_default();
+    match code {
+        Some("13") if message.contains("failed to decode") => {
+            headers.insert("grpc-status", HeaderValue::from_static("3"));
+        }
+        Some("11") if message.contains("too large") => {
+            headers.insert("grpc-status", HeaderValue::from_static("8"));
+            let text = format!(
+                "request larger than the limit of {max_body} bytes (--otlp-max-body-bytes)"
+            );
+            if let Ok(v) = HeaderValue::from_str(&text) {
+                headers.insert("grpc-message", v);
+            }
+        }
+        _ => {}
+    }
+    res
+}
 
 /// The three services over one intake.
 #[derive(Clone)]

@@ -124,6 +124,7 @@ pub fn start(
     if let Some(l) = grpc {
         l.set_nonblocking(true).context("--otlp-grpc: socket")?;
         servers.grpc = Some(l.local_addr().context("--otlp-grpc: socket")?);
+        let max_body = intake.max_body;
         let routes = grpc::Services::new(intake.clone()).router();
         let listener = {
             let _guard = runtime.enter();
@@ -134,6 +135,11 @@ pub fn start(
         let done = signal();
         runtime.spawn(async move {
             let served = tonic::transport::Server::builder()
+                .layer(tower::util::MapResponseLayer::new(
+                    move |r: axum::http::Response<tonic::body::Body>| {
+                        grpc::refine_status(r, max_body)
+                    },
+                ))
                 .add_routes(routes)
                 .serve_with_incoming_shutdown(incoming, done)
                 .await;
