@@ -192,23 +192,12 @@ impl MetricsService for Services {
 mod tests {
     use super::*;
     use crate::counters::Counters;
-    use crate::receive::Msg;
     use tonic::Code;
 
     #[tokio::test]
     async fn a_full_queue_answers_unavailable() {
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        tx.try_send(Msg::ConnectionEnded).expect("fill the queue");
-        let counters = Arc::new(Counters::default());
-        let intake = Intake::new(
-            Arc::new(otlp::Registry::new(10, [])),
-            otlp::Config::default(),
-            tx,
-            counters.clone(),
-            None,
-            (1 << 20, std::time::Duration::from_secs(10)),
-        );
-        let svc = Services::new(Arc::new(intake));
+        let (intake, counters, rx) = super::super::intake::testing::full_intake();
+        let svc = Services::new(intake);
         let req = || Request::new(ExportLogsServiceRequest::default());
         let e = LogsService::export(&svc, req()).await.expect_err("busy");
         assert_eq!(e.code(), Code::Unavailable);

@@ -302,25 +302,10 @@ async fn export(intake: &Intake, signal: Signal, headers: &HeaderMap, body: Body
 mod tests {
     use super::*;
     use crate::counters::Counters;
-    use crate::receive::Msg;
     use axum::http::Request;
     use tower::ServiceExt;
 
-    /// An intake whose one-slot queue is already full.
-    fn full_intake() -> (Arc<Intake>, Arc<Counters>, crossbeam_channel::Receiver<Msg>) {
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        tx.try_send(Msg::ConnectionEnded).expect("fill the queue");
-        let counters = Arc::new(Counters::default());
-        let intake = Intake::new(
-            Arc::new(otlp::Registry::new(10, [])),
-            otlp::Config::default(),
-            tx,
-            counters.clone(),
-            None,
-            (1 << 20, std::time::Duration::from_secs(10)),
-        );
-        (Arc::new(intake), counters, rx)
-    }
+    use super::super::intake::testing::full_intake;
 
     #[tokio::test]
     async fn a_full_queue_answers_503_with_retry_after() {

@@ -157,22 +157,42 @@ impl Intake {
     }
 }
 
+/// Intakes for the OTLP modules' tests.
 #[cfg(test)]
-mod tests {
+pub(crate) mod testing {
     use super::*;
 
-    fn intake(token: Option<&str>, capacity: usize) -> (Intake, crossbeam_channel::Receiver<Msg>) {
+    /// An intake with a token (if any) and a queue of `capacity` slots; its
+    /// counters; the queue's receiving end.
+    pub(crate) fn intake(
+        token: Option<&str>,
+        capacity: usize,
+    ) -> (Arc<Intake>, Arc<Counters>, crossbeam_channel::Receiver<Msg>) {
         let (tx, rx) = crossbeam_channel::bounded(capacity);
+        let counters = Arc::new(Counters::default());
         let i = Intake::new(
             Arc::new(Registry::new(10, [])),
             otlp::Config::default(),
             tx,
-            Arc::new(Counters::default()),
+            counters.clone(),
             token.map(str::to_string),
             (1 << 20, std::time::Duration::from_secs(10)),
         );
-        (i, rx)
+        (Arc::new(i), counters, rx)
     }
+
+    /// An intake without a token whose one-slot queue is already full.
+    pub(crate) fn full_intake() -> (Arc<Intake>, Arc<Counters>, crossbeam_channel::Receiver<Msg>) {
+        let (i, counters, rx) = intake(None, 1);
+        i.tx.try_send(Msg::ConnectionEnded).expect("fill the queue");
+        (i, counters, rx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::intake;
+    use super::*;
 
     fn one_record() -> Converted {
         let mut c = Converted::default();
@@ -187,9 +207,9 @@ mod tests {
 
     #[test]
     fn tokens_queue_and_back_pressure() {
-        let (open, _rx) = intake(None, 1);
+        let (open, _, _rx) = intake(None, 1);
         assert!(open.authorized(None));
-        let (i, rx) = intake(Some("s3cret"), 1);
+        let (i, _, rx) = intake(Some("s3cret"), 1);
         assert!(i.authorized(Some("Bearer s3cret")));
         assert!(i.authorized(Some("Token s3cret")));
         assert!(!i.authorized(Some("Bearer s3cre")));
