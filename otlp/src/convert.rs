@@ -127,7 +127,7 @@ pub(crate) fn push(
         return;
     }
     let make = || -> SourceSchema { crate::model::schema(measurement, tags, layout, indexed) };
-    match ctx.registry.admit(measurement, tags, make) {
+    match ctx.registry.admit(measurement, tags, layout, make) {
         Ok(source) => out.records.push(Shaped {
             source,
             time_us,

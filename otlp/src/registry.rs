@@ -17,6 +17,8 @@ use std::sync::{Arc, RwLock};
 
 use loom::{FieldDef, SourceSchema};
 
+use crate::model::Field;
+
 /// Series id of `measurement` with `tags` (sorted by key).
 pub fn series_id(measurement: &str, tags: &[(&str, &str)]) -> u64 {
     let mut h = Fnv::default();
@@ -129,33 +131,38 @@ impl Registry {
         }
     }
 
-    /// The series' id, admitting it (with the schema `make` builds) when it
-    /// is new and the limit and layout rules allow.
+    /// The series' id for a record laid out as `layout`, admitting the
+    /// series (with the schema `make` builds) when it is new and the limit
+    /// and layout rules allow. A known series is refused a record of
+    /// another layout (a metric that changed its type), which would
+    /// otherwise be stored under the series' fields and read back wrong.
     pub fn admit(
         &self,
         measurement: &str,
         tags: &[(&str, &str)],
+        layout: &[Field],
         make: impl FnOnce() -> SourceSchema,
     ) -> Result<u64, Refusal> {
         let id = series_id(measurement, tags);
+        // A known series takes records of its own layout only; a 64-bit
+        // hash collision between two key sets is refused too rather than
+        // mixing their records.
+        let known = |s: &SourceSchema| {
+            if same_key(s, measurement, tags) && same_fields(&s.fields, layout) {
+                Ok(id)
+            } else {
+                Err(Refusal::Layout(measurement.to_string()))
+            }
+        };
         {
             let st = self.state.read().unwrap_or_else(|p| p.into_inner());
             if let Some(s) = st.series.get(&id) {
-                if same_key(s, measurement, tags) {
-                    return Ok(id);
-                }
-                // A 64-bit hash collision between two key sets: refuse
-                // rather than mix their records.
-                return Err(Refusal::Layout(measurement.to_string()));
+                return known(s);
             }
         }
         let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
         if let Some(s) = st.series.get(&id) {
-            return if same_key(s, measurement, tags) {
-                Ok(id)
-            } else {
-                Err(Refusal::Layout(measurement.to_string()))
-            };
+            return known(s);
         }
         if st.reserved.contains(measurement) {
             return Err(Refusal::Reserved(measurement.to_string()));
@@ -202,6 +209,14 @@ impl Registry {
     pub fn limit(&self) -> usize {
         self.limit
     }
+}
+
+fn same_fields(fields: &[FieldDef], layout: &[Field]) -> bool {
+    fields.len() == layout.len()
+        && fields
+            .iter()
+            .zip(layout)
+            .all(|(f, &(name, offset, ty))| f.name == name && f.offset == offset && f.ty == ty)
 }
 
 fn same_key(s: &SourceSchema, measurement: &str, tags: &[(&str, &str)]) -> bool {
@@ -266,7 +281,7 @@ mod tests {
         };
         // The store's own series is known.
         assert_eq!(
-            reg.admit("cpu", &[("service", "a")], || unreachable!()),
+            reg.admit("cpu", &[("service", "a")], NUMBER, || unreachable!()),
             Ok(old_id)
         );
         // Another type in the same measurement is refused.
@@ -274,13 +289,29 @@ mod tests {
             reg.admit(
                 "cpu",
                 &[("service", "b")],
+                HISTOGRAM,
                 mk(&[("service", "b")], HISTOGRAM)
             ),
             Err(Refusal::Layout("cpu".into()))
         );
-        let b = reg.admit("cpu", &[("service", "b")], mk(&[("service", "b")], NUMBER));
+        let b = reg.admit(
+            "cpu",
+            &[("service", "b")],
+            NUMBER,
+            mk(&[("service", "b")], NUMBER),
+        );
         assert!(b.is_ok());
-        let e = reg.admit("cpu", &[("service", "c")], mk(&[("service", "c")], NUMBER));
+        // Nor can a known series: its records would be read with its fields.
+        assert_eq!(
+            reg.admit("cpu", &[("service", "b")], HISTOGRAM, || unreachable!()),
+            Err(Refusal::Layout("cpu".into()))
+        );
+        let e = reg.admit(
+            "cpu",
+            &[("service", "c")],
+            NUMBER,
+            mk(&[("service", "c")], NUMBER),
+        );
         assert!(
             matches!(&e, Err(Refusal::Cardinality { limit: 2, .. })),
             "{e:?}"
@@ -288,7 +319,7 @@ mod tests {
         assert!(e.unwrap_err().to_string().contains("cpu service=c"));
         // The store's eBPF measurement is not OTLP's.
         assert_eq!(
-            reg.admit("kv", &[], || schema("kv", &[], NUMBER, false)),
+            reg.admit("kv", &[], NUMBER, || schema("kv", &[], NUMBER, false)),
             Err(Refusal::Reserved("kv".into()))
         );
         assert_eq!(reg.len(), 2);
