@@ -131,6 +131,12 @@ pub struct Cli {
     /// Queries the HTTP API runs at once.
     #[arg(long, default_value_t = 1)]
     pub http_query_threads: usize,
+    /// Longest InfluxQL query text the HTTP API parses, bytes (longer: 400).
+    #[arg(long, default_value_t = 256 << 10)]
+    pub http_max_query_bytes: usize,
+    /// Most statements in one InfluxQL query (more: 400).
+    #[arg(long, default_value_t = 1000)]
+    pub http_max_statements: usize,
     /// Address of the OTLP/gRPC receiver (traces, logs, metrics), or `off`.
     /// Default 127.0.0.1:4317; when the default port is taken the receiver
     /// is skipped with a warning. A non-loopback address needs
@@ -194,6 +200,10 @@ impl Cli {
         anyhow::ensure!(
             self.http_query_threads > 0,
             "--http-query-threads must be positive"
+        );
+        anyhow::ensure!(
+            self.http_max_query_bytes > 0 && self.http_max_statements > 0,
+            "--http-max-query-bytes and --http-max-statements must be positive"
         );
         anyhow::ensure!(
             self.otlp_max_series > 0,

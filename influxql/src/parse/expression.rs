@@ -158,7 +158,7 @@ impl fmt::Display for Condition {
 /// would otherwise build another tree: around a chain inside a chain,
 /// except an AND chain inside an OR chain (AND binds tighter). A tree
 /// deeper than the parser builds (only code can make one) prints `…` past
-/// [`MAX_DEPTH`] levels instead of exhausting the stack.
+/// [`MAX_DEPTH`] levels of chains instead of exhausting the stack.
 fn write_condition(c: &Condition, f: &mut fmt::Formatter<'_>, level: usize) -> fmt::Result {
     let (items, sep) = match c {
         Condition::Compare { lhs, op, rhs } => {
@@ -167,7 +167,8 @@ fn write_condition(c: &Condition, f: &mut fmt::Formatter<'_>, level: usize) -> f
         Condition::And(items) => (items, " AND "),
         Condition::Or(items) => (items, " OR "),
     };
-    if level >= MAX_DEPTH {
+    // The parser builds chains at levels 0 ..= MAX_DEPTH.
+    if level > MAX_DEPTH {
         return f.write_str("…");
     }
     for (k, item) in items.iter().enumerate() {

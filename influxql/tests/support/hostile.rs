@@ -10,13 +10,16 @@ use loom::{Config, FieldDef, FieldType, IndexDef, SourceId, SourceSchema};
 pub const TRUE: &str = "duration_us >= 0";
 
 /// `levels` parentheses, each around an AND of a comparison and the next
-/// level: a tree `levels` deep that plans and runs (counts every record).
+/// level, the innermost an AND too: a tree of `levels + 1` chains that
+/// plans and runs (counts every record).
 pub fn nested_and(levels: usize) -> String {
     let mut s = format!("SELECT count(duration_us) FROM kv WHERE {TRUE}");
     for _ in 0..levels {
         s.push_str(" AND (");
         s.push_str(TRUE);
     }
+    s.push_str(" AND ");
+    s.push_str(TRUE);
     s.push_str(&")".repeat(levels));
     s
 }
