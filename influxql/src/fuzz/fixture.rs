@@ -79,7 +79,7 @@ impl Fixture {
                 b.u32(16, (i % 450) as u32);
                 b.str(
                     20,
-                    if (i + k as u64) % 2 == 0 {
+                    if (i + k as u64).is_multiple_of(2) {
                         "db"
                     } else {
                         "web'\"\\"

@@ -175,11 +175,10 @@ fn write_condition(c: &Condition, f: &mut fmt::Formatter<'_>, level: usize) -> f
         if k > 0 {
             f.write_str(sep)?;
         }
-        let bare = match (c, item) {
-            (_, Condition::Compare { .. }) => true,
-            (Condition::Or(_), Condition::And(_)) => true,
-            _ => false,
-        };
+        let bare = matches!(
+            (c, item),
+            (_, Condition::Compare { .. }) | (Condition::Or(_), Condition::And(_))
+        );
         if bare {
             write_condition(item, f, level + 1)?;
         } else {
