@@ -1,5 +1,5 @@
 //! Bodies of the InfluxQL fuzz targets, shared by the cargo-fuzz targets
-//! (`influxql/fuzz/`, nightly) and the stable `fuzz-smoke` driver. Built
+//! (`crates/influxql/fuzz/`, nightly) and the stable `fuzz-smoke` driver. Built
 //! only with the `fuzz` feature.
 //!
 //! - [`statement`]: any bytes as query text. Whatever parses prints back
