@@ -372,8 +372,13 @@ impl Ingest {
             }
             _ => (0, None),
         };
-        self.otlp
-            .add(&mut self.writer, records, file, &mut t, self.intake.as_mut());
+        self.otlp.add(
+            &mut self.writer,
+            records,
+            file,
+            &mut t,
+            self.intake.as_mut(),
+        );
         let taken = Taken {
             position,
             late: t.late,
@@ -389,9 +394,7 @@ impl Ingest {
         let (Some(log), Some(since)) = (self.intake.as_mut(), self.intake_since) else {
             return;
         };
-        if queue_empty
-            || log.pending_bytes() >= COMMIT_BYTES
-            || since.elapsed() >= MAX_COMMIT_DELAY
+        if queue_empty || log.pending_bytes() >= COMMIT_BYTES || since.elapsed() >= MAX_COMMIT_DELAY
         {
             log.commit();
             self.intake_since = None;
@@ -625,16 +628,17 @@ mod tests {
     /// Every record stored of source `id`: (time, start_us field).
     fn stored(reader: &loom::Reader, id: SourceId) -> Vec<(u64, u64)> {
         let mut out = Vec::new();
-        reader.scan(id, 0, u64::MAX, |ts, bytes| {
-            let start = telemetry::Record::decode(telemetry::Kind::KvOp, bytes)
-                .map(|r| match r {
-                    telemetry::Record::KvOp(k) => k.start_us,
-                    _ => u64::MAX,
-                })
-                .unwrap_or(u64::MAX);
-            out.push((ts, start));
-        })
-        .unwrap();
+        reader
+            .scan(id, 0, u64::MAX, |ts, bytes| {
+                let start = telemetry::Record::decode(telemetry::Kind::KvOp, bytes)
+                    .map(|r| match r {
+                        telemetry::Record::KvOp(k) => k.start_us,
+                        _ => u64::MAX,
+                    })
+                    .unwrap_or(u64::MAX);
+                out.push((ts, start));
+            })
+            .unwrap();
         out.sort_unstable();
         out
     }
@@ -695,7 +699,11 @@ mod tests {
             };
             assert_eq!(got.iter().map(|x| x.0).collect::<Vec<_>>(), want);
             let late = 5 - want.len() as u64;
-            assert_eq!(Counters::get(&counters.records_late), late, "window {window_us}");
+            assert_eq!(
+                Counters::get(&counters.records_late),
+                late,
+                "window {window_us}"
+            );
             assert_eq!(Counters::get(&counters.records_ingested), want.len() as u64);
         }
     }

@@ -110,9 +110,11 @@ fn u64_at(b: &[u8], at: usize) -> Option<u64> {
 fn read_file(bytes: &[u8], out: &mut Vec<Shaped>) -> bool {
     let mut at = 0;
     while at < bytes.len() {
-        let (Some(magic), Some(len), Some(crc)) =
-            (u32_at(bytes, at), u32_at(bytes, at + 4), u32_at(bytes, at + 8))
-        else {
+        let (Some(magic), Some(len), Some(crc)) = (
+            u32_at(bytes, at),
+            u32_at(bytes, at + 4),
+            u32_at(bytes, at + 8),
+        ) else {
             return true;
         };
         let Some(payload) = bytes.get(at + HEADER..at + HEADER + len as usize) else {
@@ -129,7 +131,14 @@ fn read_file(bytes: &[u8], out: &mut Vec<Shaped>) -> bool {
                 let time_us = u64_at(payload, p + 8)?;
                 let n = u32_at(payload, p + 16)? as usize;
                 let bytes = payload.get(p + RECORD_HEADER..p + RECORD_HEADER + n)?;
-                Some((n, Shaped { source, time_us, bytes: bytes.to_vec() }))
+                Some((
+                    n,
+                    Shaped {
+                        source,
+                        time_us,
+                        bytes: bytes.to_vec(),
+                    },
+                ))
             })();
             match rec {
                 Some((n, r)) => {
@@ -426,7 +435,9 @@ mod tests {
         Shaped {
             source,
             time_us,
-            bytes: (0..n).map(|i| (i as u8).wrapping_add(time_us as u8)).collect(),
+            bytes: (0..n)
+                .map(|i| (i as u8).wrapping_add(time_us as u8))
+                .collect(),
         }
     }
 

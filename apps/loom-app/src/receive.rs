@@ -14,7 +14,10 @@ pub enum Msg {
     /// Records of one OTLP export request, shaped for the engine (series
     /// id, the item's own time, bytes), and where to answer what became of
     /// them (durable acknowledgements); see `crate::otlp_ingest`.
-    Otlp(Vec<otlp::Shaped>, Option<tokio::sync::oneshot::Sender<Taken>>),
+    Otlp(
+        Vec<otlp::Shaped>,
+        Option<tokio::sync::oneshot::Sender<Taken>>,
+    ),
 }
 
 /// What the ingest thread did with one OTLP request's records.

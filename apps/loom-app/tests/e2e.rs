@@ -382,7 +382,10 @@ fn interleaved_batches_keep_exact_event_times_with_the_reorder_stage() {
         &["--reorder-window-ms", "0"],
     );
     let kept = brute_force_storing(&shuffled, true);
-    assert!(kept.late > 0, "the interleaved recording is not out of order");
+    assert!(
+        kept.late > 0,
+        "the interleaved recording is not out of order"
+    );
     let (late_off, answers) = stats_of(&off);
     assert_eq!(late_off, kept.late.to_string(), "{off:?}");
     check(&answers, &kept);
@@ -403,7 +406,11 @@ fn interleaved_batches_keep_exact_event_times_with_the_reorder_stage() {
     // ingested (stored at another time they would add to it).
     let stale = batches
         .iter()
-        .find(|b| b.records.first().is_some_and(|r| r.timestamp_us() > 6_000_000))
+        .find(|b| {
+            b.records
+                .first()
+                .is_some_and(|r| r.timestamp_us() > 6_000_000)
+        })
         .expect("a batch at 6 s")
         .clone();
     let newest = |id: u64| {

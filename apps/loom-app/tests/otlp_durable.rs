@@ -51,8 +51,12 @@ fn stored(influx: &str, service: &str) -> BTreeMap<u64, Vec<u64>> {
     for r in rows(&query(influx, &q)) {
         let attrs: Value = serde_json::from_str(r["attributes"].as_str().unwrap_or("{}"))
             .unwrap_or_else(|e| panic!("attributes of {r:?}: {e}"));
-        let i = attrs["i"].as_u64().unwrap_or_else(|| panic!("no i in {r:?}"));
-        out.entry(i).or_default().push(r["time"].as_u64().expect("time"));
+        let i = attrs["i"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no i in {r:?}"));
+        out.entry(i)
+            .or_default()
+            .push(r["time"].as_u64().expect("time"));
     }
     out
 }
@@ -127,7 +131,11 @@ fn sigkill_run(py: &Path, transport: &str, kill_after: Option<usize>, tag: u64) 
     let _ = sdk.kill();
     let _ = sdk.wait();
     if kill_after.is_none() {
-        assert_eq!(acked.len(), SPANS, "force_flush returned with spans unexported");
+        assert_eq!(
+            acked.len(),
+            SPANS,
+            "force_flush returned with spans unexported"
+        );
     }
     drop(app);
 
@@ -152,7 +160,11 @@ fn sigkill_run(py: &Path, transport: &str, kill_after: Option<usize>, tag: u64) 
     for (i, times) in &got {
         assert!(*i < SPANS as u64, "a span that was never sent: {i}");
         let own = (base_ns + i * 1_000_000) / 1000;
-        assert_eq!(times, &vec![own], "span {i}: stored at {times:?}, its own time is {own}");
+        assert_eq!(
+            times,
+            &vec![own],
+            "span {i}: stored at {times:?}, its own time is {own}"
+        );
     }
     let n = scalar(&query(&app.influx, &count));
     assert_eq!(n, got.len() as u64);
@@ -231,8 +243,13 @@ fn late_spans_are_refused_never_moved() {
     assert_eq!(send(1, t + 10_000_000), json!({}));
     let late = send(2, t - 1_000_000);
     assert_eq!(late["partialSuccess"]["rejectedSpans"], json!(1), "{late}");
-    let why = late["partialSuccess"]["errorMessage"].as_str().unwrap_or("");
-    assert!(why.contains("older than their series' newest stored"), "{why}");
+    let why = late["partialSuccess"]["errorMessage"]
+        .as_str()
+        .unwrap_or("");
+    assert!(
+        why.contains("older than their series' newest stored"),
+        "{why}"
+    );
     assert_eq!(send(3, t + 3_000_000), json!({}));
     kept.push(t + 3_000_000);
     kept.sort_unstable();
@@ -244,7 +261,11 @@ fn late_spans_are_refused_never_moved() {
         (t - 2_000_000) * 1000,
         (t - 1) * 1000
     );
-    assert_eq!(scalar(&query(&app.influx, &around)), 0, "the late span was stored");
+    assert_eq!(
+        scalar(&query(&app.influx, &around)),
+        0,
+        "the late span was stored"
+    );
     let times: Vec<u64> = rows(&query(
         &app.influx,
         &format!("SELECT duration_us FROM span WHERE service = '{service}'"),

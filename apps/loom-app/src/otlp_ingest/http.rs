@@ -96,7 +96,7 @@ fn throttled(o: &Outcome, encoding: Encoding) -> Response {
         StatusCode::SERVICE_UNAVAILABLE,
         UNAVAILABLE,
         encoding,
-        message.into(),
+        message,
     );
     r.headers_mut()
         .insert(header::RETRY_AFTER, RETRY_AFTER_S.into());

@@ -192,11 +192,15 @@ impl Intake {
             ));
         }
         if taken.not_stored > 0 {
-            add_reason(&mut message, &format!("{} items not stored (see loom-app's log)", taken.not_stored));
+            add_reason(
+                &mut message,
+                &format!("{} items not stored (see loom-app's log)", taken.not_stored),
+            );
         }
         rejected += refused;
         c.otlp_requests.fetch_add(1, Ordering::Relaxed);
-        c.otlp_accepted.fetch_add(n - refused.min(n), Ordering::Relaxed);
+        c.otlp_accepted
+            .fetch_add(n - refused.min(n), Ordering::Relaxed);
         c.otlp_rejected.fetch_add(rejected, Ordering::Relaxed);
         if rejected > 0 {
             log::debug!("OTLP partial success: {rejected} refused: {message}");
@@ -206,7 +210,10 @@ impl Intake {
 
     /// Waits for the ingest thread's answer, then for its log position to
     /// be durable, within the acknowledgement timeout.
-    async fn durable(&self, answered: tokio::sync::oneshot::Receiver<Taken>) -> Result<Taken, Outcome> {
+    async fn durable(
+        &self,
+        answered: tokio::sync::oneshot::Receiver<Taken>,
+    ) -> Result<Taken, Outcome> {
         let start = tokio::time::Instant::now();
         let limit = self.acks.timeout;
         let taken = match tokio::time::timeout(limit, answered).await {
@@ -390,7 +397,10 @@ mod tests {
         match waiting.await.unwrap() {
             Outcome::Accepted { rejected, message } => {
                 assert_eq!(rejected, 2, "one invalid, one late");
-                assert!(message.contains("bad") && message.contains("1 items older"), "{message}");
+                assert!(
+                    message.contains("bad") && message.contains("1 items older"),
+                    "{message}"
+                );
             }
             o => panic!("{o:?}"),
         }
@@ -406,7 +416,10 @@ mod tests {
         };
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         mark.fail(3, 3);
-        assert_eq!(failing.await.unwrap(), Outcome::NotDurable(NotDurable::Failed));
+        assert_eq!(
+            failing.await.unwrap(),
+            Outcome::NotDurable(NotDurable::Failed)
+        );
         ingest.join().unwrap();
         // The ingest thread is gone: the request is never taken.
         assert_eq!(i.take(one_record()).await, Outcome::Stopped);

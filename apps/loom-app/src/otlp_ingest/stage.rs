@@ -59,13 +59,22 @@ impl OtlpStage {
     /// can be stored at their own time: records of a series that cannot be
     /// declared are counted as skipped, late ones (older than their
     /// series' newest stored record) as late.
-    pub fn admit(&mut self, w: &mut Writer, mut records: Vec<Shaped>, t: &mut Tally) -> Vec<Shaped> {
+    pub fn admit(
+        &mut self,
+        w: &mut Writer,
+        mut records: Vec<Shaped>,
+        t: &mut Tally,
+    ) -> Vec<Shaped> {
         self.declare_new(w, &records);
         let before = records.len();
         records.retain(|r| self.series.contains_key(&r.source));
         t.skipped += (before - records.len()) as u64;
         let before = records.len();
-        records.retain(|r| self.series.get(&r.source).is_some_and(|s| r.time_us >= s.last_ts()));
+        records.retain(|r| {
+            self.series
+                .get(&r.source)
+                .is_some_and(|s| r.time_us >= s.last_ts())
+        });
         t.late += (before - records.len()) as u64;
         records
     }
@@ -124,7 +133,11 @@ impl OtlpStage {
         let mut t = Tally::default();
         for (file, mut records) in by_file {
             self.declare_new(w, &records);
-            records.retain(|r| self.series.get(&r.source).is_some_and(|s| r.time_us > s.last_ts()));
+            records.retain(|r| {
+                self.series
+                    .get(&r.source)
+                    .is_some_and(|s| r.time_us > s.last_ts())
+            });
             taken += records.len() as u64;
             log.replayed(file, records.len() as u64);
             self.add(w, records, file, &mut t, Some(log));
