@@ -56,13 +56,14 @@ pub struct Cli {
     pub event_offset_us: Option<u64>,
     /// With --timestamps event: hold each source's records this many ms of
     /// event time and store them in time order, so interleaved batches of a
-    /// workload's threads keep their exact times. Records later than this
-    /// are stored at their source's newest time and counted as `raised`.
-    /// Held records are released after 1 s without new data. 0 turns the
-    /// stage off. The default 500 ms is sized from live RocksDB P2/P3
-    /// recordings on a 2-core machine (`data-stats` prints a recording's
-    /// disorder): 99.99 % of records arrive within 0.4 s of the newest event
-    /// time, and 500 ms raised 0.0001–0.0002 % of them. The bound is
+    /// workload's threads keep their exact times. A record later than this
+    /// (older than its source's newest stored record) is refused and
+    /// counted as `late`: a record's time is never moved. Held records are
+    /// released after 1 s without new data. 0 turns the stage off. The
+    /// default 500 ms is sized from live RocksDB P2/P3 recordings on a
+    /// 2-core machine (`data-stats` prints a recording's disorder): 99.99 %
+    /// of records arrive within 0.4 s of the newest event time, and 500 ms
+    /// left 0.0001–0.0002 % of them late. The bound is
     /// structural: a KV op or syscall is stamped with its start but sent at
     /// its end, plus up to 10 ms in its worker's batch, plus scheduling
     /// delay of the workload's threads.
@@ -163,10 +164,23 @@ pub struct Cli {
     /// Hold OTLP items this many ms of their own time and store each series
     /// in time order (spans are exported when they end, so their start
     /// times arrive out of order by up to the longest span plus the export
-    /// interval). Later items are stored at their series' newest time and
-    /// counted as `raised`. 0 turns the stage off.
+    /// interval). An item later than that (older than its series' newest
+    /// stored item) is refused in the partial-success answer and counted
+    /// as `late`. 0 turns the stage off.
     #[arg(long, default_value_t = 5000)]
     pub otlp_reorder_window_ms: u64,
+    /// When OTLP requests are answered with success: `durable` once every
+    /// item taken from the request is in the fsynced intake log
+    /// (`<store>/otlp-intake/`; survives a crash), `queued` once the items
+    /// are queued for ingest (a crash loses what the reorder window holds
+    /// and the last --persist-interval-ms).
+    #[arg(long, value_enum, default_value_t = crate::otlp_ingest::AckMode::Durable)]
+    pub otlp_ack: crate::otlp_ingest::AckMode,
+    /// With --otlp-ack durable: longest wait for a request's items to be
+    /// durable, ms, before it is answered "retry later" (gRPC UNAVAILABLE,
+    /// HTTP 503); below the exporters' own timeout (10 s by default).
+    #[arg(long, default_value_t = 5000)]
+    pub otlp_ack_timeout_ms: u64,
     /// Threads serving OTLP requests (decoding and converting them).
     #[arg(long, default_value_t = 2)]
     pub otlp_threads: usize,
@@ -218,6 +232,10 @@ impl Cli {
             "--otlp-read-timeout-ms must be positive"
         );
         anyhow::ensure!(self.otlp_threads > 0, "--otlp-threads must be positive");
+        anyhow::ensure!(
+            self.otlp_ack_timeout_ms > 0,
+            "--otlp-ack-timeout-ms must be positive"
+        );
         Ok(())
     }
 }

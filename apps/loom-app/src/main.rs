@@ -10,9 +10,12 @@
 //!
 //! Output (stable, parsed by `figures/`):
 //! - every `--report-interval-s`: `Records received: r, dropped: d, total
-//!   received R dropped D, not stored n, raised m` (`r`/`d`/`n`/`m` during the
-//!   interval; received counts every record of a valid frame, dropped the
-//!   part discarded on a full queue, not stored what the engine refused);
+//!   received R dropped D, not stored n, late m, otlp ...` (`r`/`d`/`n`/`m`
+//!   during the interval; received counts every record of a valid frame and
+//!   every OTLP item, dropped the part discarded on a full queue, not stored
+//!   what the engine refused, late the records refused because they were
+//!   older than their source's newest stored record: a record's time is
+//!   never moved);
 //! - per query: its answer, then `Query Latency (<name>): <ms> ms`;
 //! - with `--machine-output`, also `ANSWER query=<name> t0=<µs> t1=<µs> <key=value...>`;
 //! - at exit: `Final: ...` summary, then `Endpoint CPU: ...` (telemetry::cpu).
@@ -27,6 +30,7 @@ mod cli;
 mod counters;
 mod http;
 mod ingest;
+mod intake_log;
 mod otlp_ingest;
 mod queries;
 mod receive;
@@ -119,6 +123,16 @@ fn main() -> anyhow::Result<()> {
         cli.otlp_reorder_window_ms.saturating_mul(1000),
     );
     let token = http::auth_token(&cli)?;
+    let mark = Arc::new(endpoint::DurableMark::new());
+    // The intake log is opened before the servers: what an earlier run
+    // acknowledged and did not store yet is stored first.
+    let intake_log = match cli.otlp_ack {
+        otlp_ingest::AckMode::Durable => Some(
+            intake_log::IntakeLog::open(&dir.join("otlp-intake"), mark.clone())
+                .context("opening the OTLP intake log")?,
+        ),
+        otlp_ingest::AckMode::Queued => None,
+    };
     let intake = Arc::new(otlp_ingest::Intake::new(
         registry,
         otlp::Config {
@@ -132,6 +146,11 @@ fn main() -> anyhow::Result<()> {
             cli.otlp_max_body_bytes,
             Duration::from_millis(cli.otlp_read_timeout_ms),
         ),
+        otlp_ingest::Acks {
+            mode: cli.otlp_ack,
+            timeout: Duration::from_millis(cli.otlp_ack_timeout_ms),
+            mark,
+        },
     ));
     let otlp_servers = otlp_ingest::start(&cli, intake, token.as_deref())?;
     {
@@ -178,7 +197,16 @@ fn main() -> anyhow::Result<()> {
         };
         std::thread::Builder::new()
             .name("ingest".into())
-            .spawn(move || ingest::run(writer, rx, pool, counters, shutdown, (cfg, otlp_stage)))
+            .spawn(move || {
+                ingest::run(
+                    writer,
+                    rx,
+                    pool,
+                    counters,
+                    shutdown,
+                    (cfg, otlp_stage, intake_log),
+                )
+            })
             .context("starting the ingest thread")?
     };
     {
@@ -238,7 +266,7 @@ fn main() -> anyhow::Result<()> {
     let received = Counters::get(&c.recv.records_received);
     let dropped = Counters::get(&c.recv.records_dropped);
     println!(
-        "Final: records received {received}, dropped {dropped} ({:.3} %), ingested {}, not stored {}, not ingested after ingest stopped {}, batches received {} dropped {}, connections {} (bad {}), timestamps raised to keep order {}, persists failed {}, data time {:.3} s, wall {:.3} s",
+        "Final: records received {received}, dropped {dropped} ({:.3} %), ingested {}, not stored {}, not ingested after ingest stopped {}, batches received {} dropped {}, connections {} (bad {}), late refused {}, persists failed {}, data time {:.3} s, wall {:.3} s",
         if received > 0 { dropped as f64 * 100.0 / received as f64 } else { 0.0 },
         Counters::get(&c.records_ingested),
         Counters::get(&c.records_refused),
@@ -247,18 +275,19 @@ fn main() -> anyhow::Result<()> {
         Counters::get(&c.recv.batches_dropped),
         Counters::get(&c.recv.connections),
         Counters::get(&c.recv.bad_connections),
-        Counters::get(&c.records_clamped),
+        Counters::get(&c.records_late),
         Counters::get(&c.persist_failures),
         now.saturating_sub(first) as f64 / 1e6,
         start.elapsed().as_secs_f64()
     );
     println!(
-        "Final OTLP: requests {}, items accepted {}, rejected {} (partial success), requests throttled {} (retry later), bad requests {}",
+        "Final OTLP: requests {}, items accepted {}, rejected {} (partial success), requests throttled {} (retry later), bad requests {}, acknowledged {}",
         Counters::get(&c.otlp_requests),
         Counters::get(&c.otlp_accepted),
         Counters::get(&c.otlp_rejected),
         Counters::get(&c.otlp_throttled),
         Counters::get(&c.otlp_bad_requests),
+        format!("{:?}", cli.otlp_ack).to_lowercase(),
     );
     if cli.machine_output {
         println!(

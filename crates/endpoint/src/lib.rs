@@ -12,15 +12,19 @@
 //!   state allocates nothing.
 //! - [`counters`]: what the receivers count (the first half of every
 //!   progress line).
+//! - [`durable`]: waiting until the data up to a position is durable (the
+//!   acknowledgements of OTLP, `/write` and the acknowledged stream).
 //! - [`output`]: answer lines, `--query-window-us` parsing and the
 //!   interruptible sleep of the reporter and query threads.
 
 pub mod counters;
+pub mod durable;
 pub mod output;
 pub mod pool;
 pub mod receive;
 
 pub use counters::Counters;
+pub use durable::{DurableMark, NotDurable};
 pub use pool::BufferPool;
 pub use receive::{listen, Frames, Message, ReceiveConfig};
 
