@@ -8,6 +8,10 @@
 use crate::source::{self, SourceId};
 use crate::DecodeError;
 
+mod kernel;
+
+pub use kernel::{BlockIo, BlockOp, RunQueue};
+
 /// Record kind tag as written in batch payloads (one byte before each record).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
@@ -20,6 +24,10 @@ pub enum Kind {
     PageCache = 3,
     /// Network packet ([`Packet`]).
     Packet = 4,
+    /// Block I/O request ([`BlockIo`]); wire protocol version 2 and later.
+    BlockIo = 5,
+    /// Run-queue wait ([`RunQueue`]); wire protocol version 2 and later.
+    RunQueue = 6,
 }
 
 impl Kind {
@@ -30,6 +38,8 @@ impl Kind {
             2 => Some(Kind::Syscall),
             3 => Some(Kind::PageCache),
             4 => Some(Kind::Packet),
+            5 => Some(Kind::BlockIo),
+            6 => Some(Kind::RunQueue),
             _ => None,
         }
     }
@@ -41,6 +51,8 @@ impl Kind {
             Kind::Syscall => Syscall::ENCODED_LEN,
             Kind::PageCache => PageCache::ENCODED_LEN,
             Kind::Packet => Packet::ENCODED_LEN,
+            Kind::BlockIo => BlockIo::ENCODED_LEN,
+            Kind::RunQueue => RunQueue::ENCODED_LEN,
         }
     }
 
@@ -51,16 +63,21 @@ impl Kind {
             Kind::Syscall => Syscall::index_value,
             Kind::PageCache => PageCache::index_value,
             Kind::Packet => Packet::index_value,
+            Kind::BlockIo => BlockIo::index_value,
+            Kind::RunQueue => RunQueue::index_value,
         }
     }
 
-    /// Short lowercase name (`kv`, `syscall`, `pagecache`, `packet`).
+    /// Short lowercase name (`kv`, `syscall`, `pagecache`, `packet`,
+    /// `blockio`, `runqueue`).
     pub fn name(self) -> &'static str {
         match self {
             Kind::KvOp => "kv",
             Kind::Syscall => "syscall",
             Kind::PageCache => "pagecache",
             Kind::Packet => "packet",
+            Kind::BlockIo => "blockio",
+            Kind::RunQueue => "runqueue",
         }
     }
 }
@@ -91,14 +108,14 @@ pub(crate) fn u32_at(b: &[u8], off: usize) -> u32 {
 }
 
 #[inline]
-fn u16_at(b: &[u8], off: usize) -> u16 {
+pub(crate) fn u16_at(b: &[u8], off: usize) -> u16 {
     match b.get(off..off + 2) {
         Some(s) => u16::from_le_bytes([s[0], s[1]]),
         None => 0,
     }
 }
 
-fn check_len(kind: Kind, b: &[u8]) -> Result<(), DecodeError> {
+pub(crate) fn check_len(kind: Kind, b: &[u8]) -> Result<(), DecodeError> {
     if b.len() != kind.encoded_len() {
         return Err(DecodeError::BadRecordLength {
             kind: kind.name(),
@@ -372,6 +389,10 @@ pub enum Record {
     PageCache(PageCache),
     /// See [`Packet`].
     Packet(Packet),
+    /// See [`BlockIo`].
+    BlockIo(BlockIo),
+    /// See [`RunQueue`].
+    RunQueue(RunQueue),
 }
 
 impl Record {
@@ -382,6 +403,8 @@ impl Record {
             Record::Syscall(_) => Kind::Syscall,
             Record::PageCache(_) => Kind::PageCache,
             Record::Packet(_) => Kind::Packet,
+            Record::BlockIo(_) => Kind::BlockIo,
+            Record::RunQueue(_) => Kind::RunQueue,
         }
     }
 
@@ -392,6 +415,8 @@ impl Record {
             Record::Syscall(r) => source::syscall(r.nr),
             Record::PageCache(_) => source::page_cache(),
             Record::Packet(_) => source::packet(),
+            Record::BlockIo(r) => source::blockio(r.op),
+            Record::RunQueue(_) => source::runqueue(),
         }
     }
 
@@ -403,6 +428,8 @@ impl Record {
             Record::Syscall(r) => r.start_us,
             Record::PageCache(r) => r.timestamp_us,
             Record::Packet(r) => r.timestamp_us,
+            Record::BlockIo(r) => r.start_us,
+            Record::RunQueue(r) => r.start_us,
         }
     }
 
@@ -414,6 +441,8 @@ impl Record {
             Record::Syscall(r) => r.start_us = r.start_us.saturating_add(delta_us),
             Record::PageCache(r) => r.timestamp_us = r.timestamp_us.saturating_add(delta_us),
             Record::Packet(r) => r.timestamp_us = r.timestamp_us.saturating_add(delta_us),
+            Record::BlockIo(r) => r.start_us = r.start_us.saturating_add(delta_us),
+            Record::RunQueue(r) => r.start_us = r.start_us.saturating_add(delta_us),
         }
         self
     }
@@ -426,6 +455,8 @@ impl Record {
             Record::Syscall(r) => r.duration_us,
             Record::PageCache(_) => 0,
             Record::Packet(r) => u64::from(r.dst_port),
+            Record::BlockIo(r) => r.latency_us,
+            Record::RunQueue(r) => r.latency_us,
         }
     }
 
@@ -436,6 +467,8 @@ impl Record {
             Record::Syscall(r) => r.encode_into(out),
             Record::PageCache(r) => r.encode_into(out),
             Record::Packet(r) => r.encode_into(out),
+            Record::BlockIo(r) => r.encode_into(out),
+            Record::RunQueue(r) => r.encode_into(out),
         }
     }
 
@@ -446,6 +479,8 @@ impl Record {
             Kind::Syscall => Record::Syscall(Syscall::decode(b)?),
             Kind::PageCache => Record::PageCache(PageCache::decode(b)?),
             Kind::Packet => Record::Packet(Packet::decode(b)?),
+            Kind::BlockIo => Record::BlockIo(BlockIo::decode(b)?),
+            Kind::RunQueue => Record::RunQueue(RunQueue::decode(b)?),
         })
     }
 }
@@ -486,6 +521,23 @@ mod tests {
                 length: 1500,
                 timestamp_us: 42,
             }),
+            Record::BlockIo(BlockIo {
+                pid: 10,
+                tid: 11,
+                device: 8 << 20,
+                bytes: 4096,
+                op: BlockOp::Discard,
+                sector: 1 << 40,
+                start_us: 77,
+                latency_us: 123,
+            }),
+            Record::RunQueue(RunQueue {
+                pid: 12,
+                tid: 13,
+                cpu: 1,
+                start_us: 88,
+                latency_us: 9,
+            }),
         ]
     }
 
@@ -502,12 +554,19 @@ mod tests {
 
     #[test]
     fn extractors_return_zero_on_short_input() {
-        for k in [Kind::KvOp, Kind::Syscall, Kind::PageCache, Kind::Packet] {
+        for k in [
+            Kind::KvOp,
+            Kind::Syscall,
+            Kind::PageCache,
+            Kind::Packet,
+            Kind::BlockIo,
+            Kind::RunQueue,
+        ] {
             // All-ones bytes make every field its maximum, so a value read
             // from a short record could not be mistaken for 0.
             let whole = vec![0xffu8; k.encoded_len()];
             let want = match k {
-                Kind::KvOp | Kind::Syscall => u64::MAX,
+                Kind::KvOp | Kind::Syscall | Kind::BlockIo | Kind::RunQueue => u64::MAX,
                 Kind::PageCache => 0,
                 Kind::Packet => u64::from(u16::MAX),
             };
@@ -532,6 +591,22 @@ mod tests {
         b[6] = 1;
         assert!(matches!(
             KvOp::decode(&b),
+            Err(DecodeError::BadField {
+                field: "reserved",
+                ..
+            })
+        ));
+        let mut b = vec![0u8; BlockIo::ENCODED_LEN];
+        assert!(BlockIo::decode(&b).is_ok());
+        b[16] = 5;
+        assert!(matches!(
+            BlockIo::decode(&b),
+            Err(DecodeError::BadField { field: "op", .. })
+        ));
+        b[16] = 0;
+        b[19] = 1;
+        assert!(matches!(
+            BlockIo::decode(&b),
             Err(DecodeError::BadField {
                 field: "reserved",
                 ..
