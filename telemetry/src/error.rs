@@ -121,6 +121,9 @@ pub enum WireError {
     /// A control frame came where only data frames are read.
     #[error("unexpected {0:?} control frame")]
     UnexpectedControl(crate::wire::FrameType),
+    /// The receiver refused the connection (its reason).
+    #[error("the receiver refused the connection: {0}")]
+    Refused(String),
     /// A control frame is malformed or out of place (the message says how).
     #[error("bad control frame: {0}")]
     BadControl(String),

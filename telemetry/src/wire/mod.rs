@@ -43,6 +43,7 @@
 //! at a frame boundary is not an error.
 
 pub mod control;
+pub mod sender;
 
 use std::io::{BufReader, ErrorKind, Read, Write};
 
