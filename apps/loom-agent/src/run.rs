@@ -134,6 +134,7 @@ pub fn run(cli: Cli) -> Result<(), AgentError> {
             book.add(e.comm(), &e.to_record(offset_ns));
         }
     };
+    let mut counted = Counted::default();
     loop {
         let done = stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| start.elapsed() >= d);
         if done {
@@ -168,6 +169,53 @@ pub fn run(cli: Cli) -> Result<(), AgentError> {
     let _ = sender_thread.join();
     println!("{}", summary(&final_stats, &send_stats));
     Ok(())
+}
+
+/// What the agent already stored of its own counts, so each interval's
+/// `agent` records carry the change since the last ones.
+#[derive(Default)]
+struct Counted {
+    /// Per probe: events, kernel drops, channel + queue drops, send drops.
+    last: [[u64; 4]; 4],
+}
+
+impl Counted {
+    /// Adds this interval's `agent` records (measurement `agent`, tags
+    /// probe and stage; fields events and dropped) for every probe that
+    /// produced or lost anything.
+    fn record(&mut self, p: &AgentStats, s: &SendStats, book: &mut SeriesBook) {
+        let time_us = wire_sender::now_us();
+        for i in 0..4 {
+            let now = [
+                p.events[i],
+                p.kernel_drops[i],
+                p.channel_drops[i] + s.queue_drops_by_probe[i].load(Ordering::Relaxed),
+                s.send_drops_by_probe[i].load(Ordering::Relaxed),
+            ];
+            if now.iter().all(|&v| v == 0) {
+                continue;
+            }
+            let d: Vec<u64> = (0..4).map(|k| now[k] - self.last[i][k]).collect();
+            self.last[i] = now;
+            // kernel: events that reached the ring buffer and those lost on
+            // it; queue: events the agent took and lost before sending;
+            // send: records lost because loom-app could not be reached.
+            let stages = [
+                (d[0] + d[1], d[1]),
+                (d[0], d[2]),
+                (d[0] - d[2].min(d[0]), d[3]),
+            ];
+            for (stage, (events, dropped)) in stages.into_iter().enumerate() {
+                book.add_untagged(&telemetry::Record::AgentStat(telemetry::AgentStat {
+                    probe: i as u8,
+                    stage: stage as u8,
+                    time_us,
+                    events,
+                    dropped,
+                }));
+            }
+        }
+    }
 }
 
 fn progress(now: &AgentStats, last: &AgentStats, s: &SendStats, dt: Duration) -> String {

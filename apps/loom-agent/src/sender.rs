@@ -54,6 +54,24 @@ pub struct SendStats {
     pub connected: AtomicBool,
     /// Bytes of records in the outbox.
     pub queued_bytes: AtomicU64,
+    /// `queue_drops` by probe (index as `probes::agent::PROBE_NAMES`).
+    pub queue_drops_by_probe: [AtomicU64; 4],
+    /// `send_drops` by probe.
+    pub send_drops_by_probe: [AtomicU64; 4],
+}
+
+/// Adds the records of `payload` to `by_probe`, by the probe that made them.
+fn count_by_probe(payload: &[u8], by_probe: &[AtomicU64; 4]) {
+    for (kind, _) in telemetry::raw::records(payload) {
+        let i = match kind {
+            telemetry::Kind::Syscall => 0,
+            telemetry::Kind::PageCache => 1,
+            telemetry::Kind::BlockIo => 2,
+            telemetry::Kind::RunQueue => 3,
+            _ => continue,
+        };
+        by_probe[i].fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// The producer's end: offers items without ever blocking.
@@ -79,6 +97,7 @@ impl Outbox {
                 self.stats
                     .queue_drops
                     .fetch_add(u64::from(*records), Ordering::Relaxed);
+                count_by_probe(payload, &self.stats.queue_drops_by_probe);
                 return;
             }
         }
@@ -178,6 +197,7 @@ impl Connection {
                     self.stats
                         .send_drops
                         .fetch_add(u64::from(records), Ordering::Relaxed);
+                    count_by_probe(payload, &self.stats.send_drops_by_probe);
                     return;
                 }
                 std::thread::sleep(backoff);

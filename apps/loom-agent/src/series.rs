@@ -77,6 +77,17 @@ impl SeriesBook {
         self.bytes += buf.len() - before;
     }
 
+    /// Adds a record without a process (series reference 0: only the
+    /// connection's `host` tag), e.g. the agent's own counts.
+    pub fn add_untagged(&mut self, record: &Record) {
+        let (n, buf) = self.pending.entry(0).or_default();
+        let before = buf.len();
+        buf.push(record.kind() as u8);
+        record.encode_into(buf);
+        *n += 1;
+        self.bytes += buf.len() - before;
+    }
+
     /// Bytes of records waiting.
     pub fn buffered_bytes(&self) -> usize {
         self.bytes

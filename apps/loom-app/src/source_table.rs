@@ -48,6 +48,8 @@ impl<T> SourceTable<T> {
             SourceKey::Packet => self.packet,
             SourceKey::BlockIo(op) => self.blockio.get(usize::from(op)).copied().unwrap_or(NONE),
             SourceKey::RunQueue => self.runqueue,
+            // Rare (one per agent interval): found by id.
+            SourceKey::AgentStat(..) => NONE,
         }
     }
 
@@ -102,6 +104,7 @@ impl<T> SourceTable<T> {
                 }
             }
             SourceKey::RunQueue => self.runqueue = i,
+            SourceKey::AgentStat(..) => {}
         }
     }
 
@@ -132,6 +135,7 @@ mod tests {
             SourceKey::BlockIo(0),
             SourceKey::BlockIo(4),
             SourceKey::RunQueue,
+            SourceKey::AgentStat(1, 2),
         ];
         for k in keys {
             assert_eq!(t.lookup(k), None);
@@ -143,7 +147,8 @@ mod tests {
             .collect();
         for (n, (&k, &slot)) in keys.iter().zip(&slots).enumerate() {
             assert_eq!(t.lookup_id(k.id()), Some(slot));
-            let dense = !matches!(k, SourceKey::Syscall(nr) if nr >= DENSE_SYSCALLS);
+            let dense = !matches!(k, SourceKey::Syscall(nr) if nr >= DENSE_SYSCALLS)
+                && !matches!(k, SourceKey::AgentStat(..));
             assert_eq!(t.lookup(k), dense.then_some(slot), "{k:?}");
             assert_eq!(t.get_mut(slot).copied(), Some(n as u32));
         }

@@ -20,7 +20,16 @@ fn app() -> Command {
 fn non_loopback_addr_needs_a_token_file() {
     let dir = tempfile::tempdir().unwrap();
     let out = app()
-        .args(["--addr", "0.0.0.0:0", "--http", "off", "--otlp-grpc", "off", "--otlp-http", "off"])
+        .args([
+            "--addr",
+            "0.0.0.0:0",
+            "--http",
+            "off",
+            "--otlp-grpc",
+            "off",
+            "--otlp-http",
+            "off",
+        ])
         .arg("--loom-path")
         .arg(dir.path().join("s"))
         .output()
@@ -47,7 +56,16 @@ fn wrong_or_missing_tokens_are_closed_and_the_right_one_stores() {
     let token_file = dir.path().join("token");
     std::fs::write(&token_file, "s3cret\n").unwrap();
     let mut child = app()
-        .args(["--addr", "127.0.0.1:0", "--http", "off", "--otlp-grpc", "off", "--otlp-http", "off"])
+        .args([
+            "--addr",
+            "127.0.0.1:0",
+            "--http",
+            "off",
+            "--otlp-grpc",
+            "off",
+            "--otlp-http",
+            "off",
+        ])
         .args(["--machine-output", "--report-interval-s", "60"])
         .arg("--auth-token-file")
         .arg(&token_file)
@@ -61,7 +79,10 @@ fn wrong_or_missing_tokens_are_closed_and_the_right_one_stores() {
     let addr = lines
         .by_ref()
         .map_while(Result::ok)
-        .find_map(|l| l.strip_prefix("loom-app listening on ").map(|r| r.split(',').next().unwrap().to_string()))
+        .find_map(|l| {
+            l.strip_prefix("loom-app listening on ")
+                .map(|r| r.split(',').next().unwrap().to_string())
+        })
         .expect("listening line");
     let connect = || {
         let s = TcpStream::connect(&addr).unwrap();
@@ -77,7 +98,13 @@ fn wrong_or_missing_tokens_are_closed_and_the_right_one_stores() {
     }
     // A version-1 sender presents no token: closed without a store.
     let mut s = connect();
-    let rec = Record::RunQueue(RunQueue { pid: 1, tid: 2, cpu: 0, start_us: 1_700_000_000_000_000, latency_us: 5 });
+    let rec = Record::RunQueue(RunQueue {
+        pid: 1,
+        tid: 2,
+        cpu: 0,
+        start_us: 1_700_000_000_000_000,
+        latency_us: 5,
+    });
     let mut f = Vec::new();
     wire::encode_frame(&Batch::new(1, vec![rec]), &mut f).unwrap();
     s.write_all(&f).unwrap();
@@ -99,12 +126,19 @@ fn wrong_or_missing_tokens_are_closed_and_the_right_one_stores() {
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     child.wait().unwrap();
-    let stats = rest.iter().find(|l| l.starts_with("STATS ")).expect("STATS line");
+    let stats = rest
+        .iter()
+        .find(|l| l.starts_with("STATS "))
+        .expect("STATS line");
     assert!(stats.contains("auth_refused=3"), "{stats}");
     assert!(stats.contains("ingested=3"), "{stats}");
     let reader = loom::open_read_only(&dir.path().join("s")).unwrap();
     let snap = reader.snapshot();
     let id = telemetry::source::with_tags("runqueue", &[("comm", "tester"), ("host", "test-host")]);
     assert_eq!(snap.retained_count(loom::SourceId(id)), 3);
-    assert_eq!(snap.time_span(loom::SourceId(id)), Some((1_700_000_000_000_000, 1_700_000_000_000_000)), "stored at the record's own wall-clock time");
+    assert_eq!(
+        snap.time_span(loom::SourceId(id)),
+        Some((1_700_000_000_000_000, 1_700_000_000_000_000)),
+        "stored at the record's own wall-clock time"
+    );
 }

@@ -119,6 +119,7 @@ pub fn record_decode(data: &[u8]) {
         Kind::Packet,
         Kind::BlockIo,
         Kind::RunQueue,
+        Kind::AgentStat,
     ] {
         let _ = (k.extractor())(payload);
     }

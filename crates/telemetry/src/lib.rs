@@ -39,7 +39,7 @@ pub mod wire;
 pub use batch::Batch;
 pub use error::{DecodeError, RecordingError, WireError};
 pub use record::{
-    BlockIo, BlockOp, Kind, KvOp, KvOpKind, Packet, PageCache, Record, RunQueue, Syscall,
+    AgentStat, BlockIo, BlockOp, Kind, KvOp, KvOpKind, Packet, PageCache, Record, RunQueue, Syscall,
 };
 pub use recording::{RecordingHeader, RecordingReader, RecordingWriter};
 pub use source::SourceId;

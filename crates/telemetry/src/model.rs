@@ -10,6 +10,7 @@
 //! | `packet` | `packet` | none | `src_port`, `dst_port`, `length` | `dst_port` |
 //! | `blockio/OP` | `blockio` | `op` (`read`, `write`, `flush`, `discard`, `other`) | `pid`, `tid`, `device`, `bytes`, `sector`, `start_us`, `latency_us` | `latency_us` |
 //! | `runqueue` | `runqueue` | none | `pid`, `tid`, `cpu`, `start_us`, `latency_us` | `latency_us` |
+//! | `agent/PROBE/STAGE` | `agent` | `probe`, `stage` (`kernel`, `queue`, `send`) | `events`, `dropped` (per interval) | none |
 //!
 //! A sender on wire protocol version 2 adds tags to its series (see
 //! [`crate::wire::SeriesTags`]): `host` on every series of the connection
@@ -295,6 +296,36 @@ pub const RUNQUEUE_FIELDS: &[Field] = &[
     },
 ];
 
+/// Fields of `agent` (32-byte [`crate::AgentStat`] encoding).
+pub const AGENT_FIELDS: &[Field] = &[
+    Field {
+        name: "events",
+        offset: 16,
+        ty: FieldType::U64,
+    },
+    Field {
+        name: "dropped",
+        offset: 24,
+        ty: FieldType::U64,
+    },
+];
+
+/// Series of an agent's counts of probe `probe` at stage `stage` (codes of
+/// [`crate::AgentStat`]); no index (its questions sum).
+pub fn agent(probe: u8, stage: u8) -> Series {
+    use crate::record::agent_names::{PROBES, STAGES};
+    let name = |names: &[&str], i: u8| names.get(usize::from(i)).unwrap_or(&"?").to_string();
+    Series {
+        measurement: "agent",
+        tags: vec![
+            ("probe", name(&PROBES, probe)),
+            ("stage", name(&STAGES, stage)),
+        ],
+        fields: AGENT_FIELDS,
+        index: None,
+    }
+}
+
 /// Tag keys a sender may add to its series (wire protocol version 2): the
 /// host, the process name, and names of what the process belongs to. A
 /// fixed vocabulary, so no added key can shadow a series' own tag (`op`,
@@ -440,6 +471,7 @@ impl Record {
             Record::Packet(_) => packet(),
             Record::BlockIo(r) => blockio(r.op),
             Record::RunQueue(_) => runqueue(),
+            Record::AgentStat(a) => agent(a.probe, a.stage),
         }
     }
 }
@@ -453,6 +485,7 @@ pub fn fields_of(kind: Kind) -> &'static [Field] {
         Kind::Packet => PACKET_FIELDS,
         Kind::BlockIo => BLOCKIO_FIELDS,
         Kind::RunQueue => RUNQUEUE_FIELDS,
+        Kind::AgentStat => AGENT_FIELDS,
     }
 }
 

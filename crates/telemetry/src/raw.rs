@@ -36,7 +36,7 @@ pub fn validate_payload(payload: &[u8], count: u32) -> Result<(), DecodeError> {
             .ok_or(DecodeError::TruncatedRecord { index, offset: off })?;
         // Only KV ops and block I/O have fields that can be invalid; decoding one is a
         // few loads, and sharing the decoder keeps both checks identical.
-        if matches!(kind, Kind::KvOp | Kind::BlockIo) {
+        if matches!(kind, Kind::KvOp | Kind::BlockIo | Kind::AgentStat) {
             Record::decode(kind, body)?;
         }
         off = end;
@@ -85,6 +85,7 @@ const fn event_time_offset(kind: Kind) -> usize {
         Kind::Packet => 40,
         Kind::BlockIo => 28,
         Kind::RunQueue => 12,
+        Kind::AgentStat => 8,
     }
 }
 
@@ -123,6 +124,8 @@ pub enum SourceKey {
     BlockIo(u8),
     /// Run-queue waits.
     RunQueue,
+    /// An agent's counts of one probe (code) at one stage (code).
+    AgentStat(u8, u8),
 }
 
 impl SourceKey {
@@ -137,6 +140,10 @@ impl SourceKey {
             Kind::Packet => SourceKey::Packet,
             Kind::BlockIo => SourceKey::BlockIo(body.get(16).copied().unwrap_or(0)),
             Kind::RunQueue => SourceKey::RunQueue,
+            Kind::AgentStat => SourceKey::AgentStat(
+                body.first().copied().unwrap_or(0),
+                body.get(1).copied().unwrap_or(0),
+            ),
         }
     }
 
@@ -149,6 +156,7 @@ impl SourceKey {
             Record::Packet(_) => SourceKey::Packet,
             Record::BlockIo(b) => SourceKey::BlockIo(b.op.code()),
             Record::RunQueue(_) => SourceKey::RunQueue,
+            Record::AgentStat(a) => SourceKey::AgentStat(a.probe, a.stage),
         }
     }
 
@@ -163,6 +171,7 @@ impl SourceKey {
             SourceKey::Packet => model::packet(),
             SourceKey::BlockIo(op) => model::blockio(block_op(op)),
             SourceKey::RunQueue => model::runqueue(),
+            SourceKey::AgentStat(p, s) => model::agent(p, s),
         }
     }
 
@@ -176,6 +185,7 @@ impl SourceKey {
             SourceKey::Packet => source::packet(),
             SourceKey::BlockIo(op) => source::blockio(block_op(op)),
             SourceKey::RunQueue => source::runqueue(),
+            SourceKey::AgentStat(p, s) => source::agent(p, s),
         }
     }
 
@@ -189,6 +199,7 @@ impl SourceKey {
             SourceKey::Packet => "packet".into(),
             SourceKey::BlockIo(op) => format!("blockio/{}", block_op(op).name()),
             SourceKey::RunQueue => "runqueue".into(),
+            SourceKey::AgentStat(p, s) => source::agent_tag(p, s),
         }
     }
 }

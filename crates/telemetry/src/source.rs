@@ -68,6 +68,22 @@ pub fn blockio(op: BlockOp) -> SourceId {
     fnv1a64(format!("blockio/{}", op.name()).as_bytes())
 }
 
+/// Source id of an agent's counts of `probe` at `stage` (codes of
+/// [`crate::record::AgentStat`]): `agent/PROBE/STAGE`.
+pub fn agent(probe: u8, stage: u8) -> SourceId {
+    fnv1a64(agent_tag(probe, stage).as_bytes())
+}
+
+/// The tag `agent/PROBE/STAGE` (`?` for codes past the names).
+pub fn agent_tag(probe: u8, stage: u8) -> String {
+    use crate::record::agent_names::{PROBES, STAGES};
+    format!(
+        "agent/{}/{}",
+        PROBES.get(usize::from(probe)).unwrap_or(&"?"),
+        STAGES.get(usize::from(stage)).unwrap_or(&"?")
+    )
+}
+
 /// Source id of run-queue waits.
 pub fn runqueue() -> SourceId {
     fnv1a64(b"runqueue")

@@ -8,8 +8,15 @@
 use crate::source::{self, SourceId};
 use crate::DecodeError;
 
+mod agent;
 mod kernel;
 
+pub use agent::AgentStat;
+
+/// Names of the agent's probes and stages, by code.
+pub mod agent_names {
+    pub use super::agent::{PROBES, STAGES};
+}
 pub use kernel::{BlockIo, BlockOp, RunQueue};
 
 /// Record kind tag as written in batch payloads (one byte before each record).
@@ -28,6 +35,8 @@ pub enum Kind {
     BlockIo = 5,
     /// Run-queue wait ([`RunQueue`]); wire protocol version 2 and later.
     RunQueue = 6,
+    /// An agent's events and drops per probe and stage ([`AgentStat`]).
+    AgentStat = 7,
 }
 
 impl Kind {
@@ -40,6 +49,7 @@ impl Kind {
             4 => Some(Kind::Packet),
             5 => Some(Kind::BlockIo),
             6 => Some(Kind::RunQueue),
+            7 => Some(Kind::AgentStat),
             _ => None,
         }
     }
@@ -53,6 +63,7 @@ impl Kind {
             Kind::Packet => Packet::ENCODED_LEN,
             Kind::BlockIo => BlockIo::ENCODED_LEN,
             Kind::RunQueue => RunQueue::ENCODED_LEN,
+            Kind::AgentStat => AgentStat::ENCODED_LEN,
         }
     }
 
@@ -65,6 +76,7 @@ impl Kind {
             Kind::Packet => Packet::index_value,
             Kind::BlockIo => BlockIo::index_value,
             Kind::RunQueue => RunQueue::index_value,
+            Kind::AgentStat => AgentStat::index_value,
         }
     }
 
@@ -78,6 +90,7 @@ impl Kind {
             Kind::Packet => "packet",
             Kind::BlockIo => "blockio",
             Kind::RunQueue => "runqueue",
+            Kind::AgentStat => "agent",
         }
     }
 }
@@ -393,6 +406,8 @@ pub enum Record {
     BlockIo(BlockIo),
     /// See [`RunQueue`].
     RunQueue(RunQueue),
+    /// See [`AgentStat`].
+    AgentStat(AgentStat),
 }
 
 impl Record {
@@ -405,6 +420,7 @@ impl Record {
             Record::Packet(_) => Kind::Packet,
             Record::BlockIo(_) => Kind::BlockIo,
             Record::RunQueue(_) => Kind::RunQueue,
+            Record::AgentStat(_) => Kind::AgentStat,
         }
     }
 
@@ -417,6 +433,7 @@ impl Record {
             Record::Packet(_) => source::packet(),
             Record::BlockIo(r) => source::blockio(r.op),
             Record::RunQueue(_) => source::runqueue(),
+            Record::AgentStat(a) => source::agent(a.probe, a.stage),
         }
     }
 
@@ -430,6 +447,7 @@ impl Record {
             Record::Packet(r) => r.timestamp_us,
             Record::BlockIo(r) => r.start_us,
             Record::RunQueue(r) => r.start_us,
+            Record::AgentStat(a) => a.time_us,
         }
     }
 
@@ -443,6 +461,7 @@ impl Record {
             Record::Packet(r) => r.timestamp_us = r.timestamp_us.saturating_add(delta_us),
             Record::BlockIo(r) => r.start_us = r.start_us.saturating_add(delta_us),
             Record::RunQueue(r) => r.start_us = r.start_us.saturating_add(delta_us),
+            Record::AgentStat(a) => a.time_us = a.time_us.saturating_add(delta_us),
         }
         self
     }
@@ -457,6 +476,7 @@ impl Record {
             Record::Packet(r) => u64::from(r.dst_port),
             Record::BlockIo(r) => r.latency_us,
             Record::RunQueue(r) => r.latency_us,
+            Record::AgentStat(_) => 0,
         }
     }
 
@@ -469,6 +489,7 @@ impl Record {
             Record::Packet(r) => r.encode_into(out),
             Record::BlockIo(r) => r.encode_into(out),
             Record::RunQueue(r) => r.encode_into(out),
+            Record::AgentStat(a) => a.encode_into(out),
         }
     }
 
@@ -481,6 +502,7 @@ impl Record {
             Kind::Packet => Record::Packet(Packet::decode(b)?),
             Kind::BlockIo => Record::BlockIo(BlockIo::decode(b)?),
             Kind::RunQueue => Record::RunQueue(RunQueue::decode(b)?),
+            Kind::AgentStat => Record::AgentStat(AgentStat::decode(b)?),
         })
     }
 }
@@ -538,6 +560,13 @@ mod tests {
                 start_us: 88,
                 latency_us: 9,
             }),
+            Record::AgentStat(AgentStat {
+                probe: 2,
+                stage: 1,
+                time_us: 99,
+                events: 1000,
+                dropped: 3,
+            }),
         ]
     }
 
@@ -561,13 +590,14 @@ mod tests {
             Kind::Packet,
             Kind::BlockIo,
             Kind::RunQueue,
+            Kind::AgentStat,
         ] {
             // All-ones bytes make every field its maximum, so a value read
             // from a short record could not be mistaken for 0.
             let whole = vec![0xffu8; k.encoded_len()];
             let want = match k {
                 Kind::KvOp | Kind::Syscall | Kind::BlockIo | Kind::RunQueue => u64::MAX,
-                Kind::PageCache => 0,
+                Kind::PageCache | Kind::AgentStat => 0,
                 Kind::Packet => u64::from(u16::MAX),
             };
             assert_eq!((k.extractor())(&whole), want, "kind {k:?} whole record");
