@@ -11,7 +11,7 @@ use clap::Parser;
 /// Attach Loom's probes to processes, cgroups or the whole host and stream
 /// their records to loom-app.
 #[derive(Parser, Debug, Clone)]
-#[command(name = "loom-agent")]
+#[command(name = "loom-agent", args_override_self = true)]
 pub struct Cli {
     /// loom-app's telemetry address (HOST:PORT).
     #[arg(long, default_value = "127.0.0.1:7878")]

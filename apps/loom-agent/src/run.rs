@@ -155,6 +155,7 @@ pub fn run(cli: Cli) -> Result<(), AgentError> {
                 "{}",
                 progress(&now, &last, &send_stats, last_report.elapsed())
             );
+            counted.record(&now, &send_stats, &mut book);
             last = now;
             last_report = Instant::now();
         }
@@ -163,6 +164,7 @@ pub fn run(cli: Cli) -> Result<(), AgentError> {
     for batch in rx.try_iter() {
         consume(batch, &mut book);
     }
+    counted.record(&final_stats, &send_stats, &mut book);
     flush(&mut book);
     sender_stop.store(true, Ordering::SeqCst);
     drop(outbox);
