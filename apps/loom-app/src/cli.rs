@@ -16,7 +16,10 @@ use crate::queries::Query;
     about = "Receive telemetry over TCP and store it in Loom"
 )]
 pub struct Cli {
-    /// Address to listen on.
+    /// Address of the telemetry stream (TCP, wire protocol versions 1 and
+    /// 2). A non-loopback address needs --auth-token-file: senders then
+    /// present the token in their HELLO (version 2); others are closed,
+    /// logged and counted (`auth_refused`).
     #[arg(long, default_value = "127.0.0.1:7878")]
     pub addr: String,
     /// Store directory. An existing store is reopened and appended to.
@@ -117,7 +120,8 @@ pub struct Cli {
     #[arg(long)]
     pub http: Option<String>,
     /// File holding the token every HTTP request must carry (as the `p`
-    /// parameter, the Basic auth password or `Authorization: Token …`).
+    /// parameter, the Basic auth password or `Authorization: Token …`), and
+    /// every telemetry-stream sender must present in its HELLO.
     #[arg(long)]
     pub auth_token_file: Option<PathBuf>,
     /// Per-query time limit of the HTTP API, ms.
@@ -149,11 +153,12 @@ pub struct Cli {
     /// otherwise as --otlp-grpc.
     #[arg(long)]
     pub otlp_http: Option<String>,
-    /// Most OTLP series (distinct measurement + tag sets) the store takes;
-    /// points of further series are refused in OTLP's partial-success
-    /// response and counted as rejected.
-    #[arg(long, default_value_t = 1000)]
-    pub otlp_max_series: usize,
+    /// Most series (distinct measurement + tag sets) the store holds, one
+    /// limit for every way in (telemetry stream, OTLP): records of further
+    /// series are refused and counted (`series_refused`; OTLP also in its
+    /// partial-success response). `--otlp-max-series` is an alias.
+    #[arg(long, alias = "otlp-max-series", default_value_t = 100_000)]
+    pub max_series: u64,
     /// Largest OTLP request body, bytes (also after decompression).
     #[arg(long, default_value_t = 8 << 20)]
     pub otlp_max_body_bytes: usize,
@@ -219,10 +224,7 @@ impl Cli {
             self.http_max_query_bytes > 0 && self.http_max_statements > 0,
             "--http-max-query-bytes and --http-max-statements must be positive"
         );
-        anyhow::ensure!(
-            self.otlp_max_series > 0,
-            "--otlp-max-series must be positive"
-        );
+        anyhow::ensure!(self.max_series > 0, "--max-series must be positive");
         anyhow::ensure!(
             self.otlp_max_body_bytes > 0,
             "--otlp-max-body-bytes must be positive"

@@ -10,6 +10,9 @@ use std::sync::Arc;
 pub struct Counters {
     /// The receiving side's counters.
     pub recv: Arc<endpoint::Counters>,
+    /// The one series limit of every way in (telemetry stream and OTLP),
+    /// with its count of refused series.
+    pub series: Arc<endpoint::SeriesLimit>,
     /// Records pushed into the engine.
     pub records_ingested: AtomicU64,
     /// Records refused as late: older than their source's newest stored

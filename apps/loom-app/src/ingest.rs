@@ -14,8 +14,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
-use endpoint::{BufferPool, Frames};
+use endpoint::{BufferPool, Frames, SeriesContext};
 use loom::{SourceHandle, SourceId, SourceSchema, Writer};
+use rustc_hash::FxHashMap;
 use telemetry::raw::{self, SourceKey};
 
 use crate::counters::Counters;
@@ -200,6 +201,8 @@ pub struct Ingest {
     intake: Option<IntakeLog>,
     /// When the oldest uncommitted intake-log record was appended.
     intake_since: Option<Instant>,
+    /// Slots of tagged sources (version-2 senders) by (tag set, source key).
+    tagged: FxHashMap<(u64, SourceKey), usize>,
 }
 
 impl Ingest {
@@ -210,10 +213,10 @@ impl Ingest {
         cfg: IngestConfig,
         otlp: OtlpStage,
     ) -> Self {
-        let reorder_us = match cfg.timestamps {
-            TimestampMode::Event => cfg.reorder_window_us,
-            TimestampMode::Arrival => 0,
-        };
+        // Senders whose records carry wall-clock times (version 2) are
+        // stored at those times in either mode, so the stage exists
+        // whenever a window is set; arrival-time records bypass it.
+        let reorder_us = cfg.reorder_window_us;
         Ingest {
             writer,
             counters,
@@ -229,6 +232,7 @@ impl Ingest {
             intake: None,
             intake_since: None,
             cfg,
+            tagged: FxHashMap::default(),
         }
     }
 
@@ -236,6 +240,18 @@ impl Ingest {
     /// logged) when the engine refuses it.
     #[cold]
     fn declare(&mut self, id: u64, key: Option<SourceKey>, schema: SourceSchema) -> Option<usize> {
+        // A source the store holds was counted at start; a new one takes
+        // room under the one series limit or is refused (counted).
+        if self.writer.handle_of(SourceId(id)).is_none() && !self.counters.series.try_take() {
+            if self.counters.series.refused() <= 10 {
+                log::warn!(
+                    "series {} refused: the limit of {} series is reached (--max-series)",
+                    crate::sources::describe(&schema),
+                    self.counters.series.max()
+                );
+            }
+            return None;
+        }
         match self.writer.declare(SourceId(id), schema) {
             Ok(handle) => {
                 log::info!(
@@ -280,62 +296,131 @@ impl Ingest {
         }
     }
 
-    /// Takes one group of frames: event mode with a reorder window holds its
-    /// records until their time is released; everything else is pushed
-    /// straight from the wire bytes.
-    fn frames(&mut self, f: &Frames) {
-        if let Some((kind, body)) = f.records().next() {
-            self.anchor(raw::event_time(kind, body));
+    /// The slot of source `key` under the tags of `ctx`, declared on first
+    /// sight.
+    fn tagged_slot(&mut self, ctx: &SeriesContext, key: SourceKey) -> Option<usize> {
+        if let Some(&i) = self.tagged.get(&(ctx.key, key)) {
+            return Some(i);
         }
-        let offset = self.offset.unwrap_or(0);
+        let id = ctx.source_id(&key.tag());
+        let i = match self.sources.lookup_id(id) {
+            Some(i) => i,
+            None => self.declare(id, None, schema_of(&ctx.series(key.series())))?,
+        };
+        self.tagged.insert((ctx.key, key), i);
+        Some(i)
+    }
+
+    /// Takes one group of frames, run by run of series context: records
+    /// of untagged runs go by the app's timestamp mode; tagged runs
+    /// (version-2 senders) get their tags, and their own times when the
+    /// sender stamps wall-clock time. Event times go through the reorder
+    /// stage when it is on; everything else is pushed straight from the
+    /// wire bytes.
+    fn frames(&mut self, f: &Frames) {
         let mut t = Tally::default();
-        match (self.cfg.timestamps, self.reorder.is_some()) {
-            (TimestampMode::Arrival, _) => {
-                // Receivers stamp their groups on their own threads; the
-                // ingest thread takes them in order, so an earlier stamp
-                // behind a later one means it arrived at the same moment.
-                let arrival = f.arrival_us.max(self.arrival_clock);
-                self.arrival_clock = arrival;
-                for (kind, body) in f.records() {
-                    match self.slot_of(SourceKey::of(kind, body)) {
-                        Some(i) => self.push(i, arrival, body, &mut t),
-                        None => t.skipped += 1,
-                    }
-                }
+        let mut records = f.records();
+        let mut held = false;
+        for run in f.runs() {
+            let part = records.by_ref().take(run.records as usize);
+            match run.context {
+                None => held |= self.untagged(f.arrival_us, part, &mut t),
+                Some(ctx) => held |= self.tagged(&ctx, f.arrival_us, part, &mut t),
             }
-            (TimestampMode::Event, false) => {
-                for (kind, body) in f.records() {
-                    let ts = raw::event_time(kind, body).saturating_add(offset);
-                    match self.slot_of(SourceKey::of(kind, body)) {
-                        Some(i) => self.push(i, ts, body, &mut t),
-                        None => t.skipped += 1,
-                    }
-                }
+        }
+        if held {
+            let mut ready = std::mem::take(&mut self.ready);
+            if let Some(stage) = self.reorder.as_mut() {
+                stage.release(&mut ready);
             }
-            (TimestampMode::Event, true) => {
-                for (kind, body) in f.records() {
-                    let ts = raw::event_time(kind, body).saturating_add(offset);
-                    let Some(i) = self.slot_of(SourceKey::of(kind, body)) else {
-                        t.skipped += 1;
-                        continue;
-                    };
-                    // Late now means late at release too: refuse it here.
-                    if self.sources.get_mut(i).is_some_and(|s| ts < s.last_ts()) {
-                        t.late += 1;
-                    } else if let Some(stage) = self.reorder.as_mut() {
-                        stage.add(ts, WireRecord::new(i, kind, body));
-                    }
-                }
-                let mut ready = std::mem::take(&mut self.ready);
-                if let Some(stage) = self.reorder.as_mut() {
-                    stage.release(&mut ready);
-                }
-                self.store_all(&ready, &mut t);
-                ready.clear();
-                self.ready = ready;
-            }
+            self.store_all(&ready, &mut t);
+            ready.clear();
+            self.ready = ready;
         }
         self.account(t);
+    }
+
+    /// Records without added tags; true when some went to the reorder stage.
+    fn untagged<'a>(
+        &mut self,
+        arrival_us: u64,
+        mut part: impl Iterator<Item = (telemetry::Kind, &'a [u8])>,
+        t: &mut Tally,
+    ) -> bool {
+        let Some(first) = part.next() else {
+            return false;
+        };
+        self.anchor(raw::event_time(first.0, first.1));
+        let offset = self.offset.unwrap_or(0);
+        let event = self.cfg.timestamps == TimestampMode::Event;
+        for (kind, body) in std::iter::once(first).chain(part) {
+            let Some(i) = self.slot_of(SourceKey::of(kind, body)) else {
+                t.skipped += 1;
+                continue;
+            };
+            if event {
+                let ts = raw::event_time(kind, body).saturating_add(offset);
+                self.place(i, ts, kind, body, t);
+            } else {
+                let arrival = self.arrival(arrival_us);
+                self.push(i, arrival, body, t);
+            }
+        }
+        event && self.reorder.is_some()
+    }
+
+    /// Arrival mode's stamp: receivers stamp their groups on their own
+    /// threads and the ingest thread takes them in order, so an earlier
+    /// stamp behind a later one means it arrived at the same moment
+    /// (arrival times never go back).
+    #[inline]
+    fn arrival(&mut self, arrival_us: u64) -> u64 {
+        let arrival = arrival_us.max(self.arrival_clock);
+        self.arrival_clock = arrival;
+        arrival
+    }
+
+    /// Records of one series context; true when some went to the reorder stage.
+    fn tagged<'a>(
+        &mut self,
+        ctx: &SeriesContext,
+        arrival_us: u64,
+        part: impl Iterator<Item = (telemetry::Kind, &'a [u8])>,
+        t: &mut Tally,
+    ) -> bool {
+        let event = ctx.wall_clock || self.cfg.timestamps == TimestampMode::Event;
+        for (kind, body) in part {
+            let Some(i) = self.tagged_slot(ctx, SourceKey::of(kind, body)) else {
+                t.skipped += 1;
+                continue;
+            };
+            if ctx.wall_clock {
+                self.place(i, raw::event_time(kind, body), kind, body, t);
+            } else if event {
+                self.anchor(raw::event_time(kind, body));
+                let ts = raw::event_time(kind, body).saturating_add(self.offset.unwrap_or(0));
+                self.place(i, ts, kind, body, t);
+            } else {
+                let arrival = self.arrival(arrival_us);
+                self.push(i, arrival, body, t);
+            }
+        }
+        event && self.reorder.is_some()
+    }
+
+    /// A record at its event time: into the reorder stage when it is on,
+    /// else pushed.
+    #[inline]
+    fn place(&mut self, slot: usize, ts: u64, kind: telemetry::Kind, body: &[u8], t: &mut Tally) {
+        // Late now means late at release too: refuse it here.
+        if self.reorder.is_some() && self.sources.get_mut(slot).is_some_and(|s| ts < s.last_ts()) {
+            t.late += 1;
+            return;
+        }
+        match self.reorder.as_mut() {
+            Some(stage) => stage.add(ts, WireRecord::new(slot, kind, body)),
+            None => self.push(slot, ts, body, t),
+        }
     }
 
     /// Stores records released by the reorder stage.

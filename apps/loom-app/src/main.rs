@@ -66,6 +66,21 @@ fn spawn<F: FnOnce() + Send + 'static>(name: &str, f: F) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Refuses a telemetry-stream address that other hosts can reach unless a
+/// token guards it.
+fn stream_addr_allowed(addr: &str, token: bool) -> anyhow::Result<()> {
+    use std::net::ToSocketAddrs;
+    let addrs: Vec<_> = addr
+        .to_socket_addrs()
+        .with_context(|| format!("--addr {addr}"))?
+        .collect();
+    anyhow::ensure!(
+        token || addrs.iter().all(|a| a.ip().is_loopback()),
+        "--addr {addr}: a non-loopback address needs --auth-token-file (senders present the token in their HELLO)"
+    );
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let cli = Cli::parse();
@@ -82,6 +97,8 @@ fn main() -> anyhow::Result<()> {
         .filter_map(|id| reader.latest_timestamp(id))
         .max()
         .unwrap_or(0);
+    let token = http::auth_token(&cli)?;
+    stream_addr_allowed(&cli.addr, token.is_some())?;
     let listener =
         TcpListener::bind(&cli.addr).with_context(|| format!("listening on {}", cli.addr))?;
     println!(
@@ -97,7 +114,11 @@ fn main() -> anyhow::Result<()> {
 
     let http_server = http::start(&cli, reader.clone())?;
     let start = Instant::now();
-    let counters = Arc::new(Counters::default());
+    let series = Arc::new(endpoint::SeriesLimit::new(cli.max_series));
+    let counters = Arc::new(Counters {
+        series: series.clone(),
+        ..Counters::default()
+    });
     let shutdown = Arc::new(AtomicBool::new(false));
     let finished = Arc::new(AtomicBool::new(false));
     {
@@ -108,14 +129,18 @@ fn main() -> anyhow::Result<()> {
     let (tx, rx) = crossbeam_channel::bounded::<receive::Msg>(cli.queue_capacity);
     let recv_cfg = endpoint::ReceiveConfig {
         max_queued_bytes: cli.queue_max_bytes,
+        auth_token: token.clone(),
+        receiver_name: format!("loom-app {}", env!("CARGO_PKG_VERSION")),
         ..endpoint::ReceiveConfig::new(cli.max_payload_bytes)
     };
     // Enough idle buffers for every receiver's next group while ingest keeps up.
     let pool = endpoint::BufferPool::new(RECYCLED_BUFFERS, recv_cfg.group_bytes + (64 << 10));
     let snap = reader.snapshot();
-    let registry = Arc::new(otlp::Registry::new(
-        cli.otlp_max_series,
-        snap.schemas().into_iter().map(|(id, s)| (id.0, s)),
+    let schemas = snap.schemas();
+    series.count_existing(schemas.len() as u64);
+    let registry = Arc::new(otlp::Registry::with_limit(
+        series.clone(),
+        schemas.into_iter().map(|(id, s)| (id.0, s)),
     ));
     drop(snap);
     let otlp_stage = otlp_ingest::OtlpStage::new(
@@ -266,7 +291,7 @@ fn main() -> anyhow::Result<()> {
     let received = Counters::get(&c.recv.records_received);
     let dropped = Counters::get(&c.recv.records_dropped);
     println!(
-        "Final: records received {received}, dropped {dropped} ({:.3} %), ingested {}, not stored {}, not ingested after ingest stopped {}, batches received {} dropped {}, connections {} (bad {}), late refused {}, persists failed {}, data time {:.3} s, wall {:.3} s",
+        "Final: records received {received}, dropped {dropped} ({:.3} %), ingested {}, not stored {}, not ingested after ingest stopped {}, batches received {} dropped {}, connections {} (bad {}, refused for their token {}), series {} of at most {} (refused {}), late refused {}, persists failed {}, data time {:.3} s, wall {:.3} s",
         if received > 0 { dropped as f64 * 100.0 / received as f64 } else { 0.0 },
         Counters::get(&c.records_ingested),
         Counters::get(&c.records_refused),
@@ -275,6 +300,10 @@ fn main() -> anyhow::Result<()> {
         Counters::get(&c.recv.batches_dropped),
         Counters::get(&c.recv.connections),
         Counters::get(&c.recv.bad_connections),
+        Counters::get(&c.recv.auth_refused),
+        c.series.used(),
+        c.series.max(),
+        c.series.refused(),
         Counters::get(&c.records_late),
         Counters::get(&c.persist_failures),
         now.saturating_sub(first) as f64 / 1e6,
@@ -291,10 +320,12 @@ fn main() -> anyhow::Result<()> {
     );
     if cli.machine_output {
         println!(
-            "STATS received={received} dropped={dropped} ingested={} not_stored={} bad_connections={}",
+            "STATS received={received} dropped={dropped} ingested={} not_stored={} bad_connections={} auth_refused={} series_refused={}",
             Counters::get(&c.records_ingested),
             Counters::get(&c.records_refused),
-            Counters::get(&c.recv.bad_connections)
+            Counters::get(&c.recv.bad_connections),
+            Counters::get(&c.recv.auth_refused),
+            c.series.refused()
         );
     }
     drop(otlp_servers);
