@@ -8,6 +8,15 @@
 //! | `syscall/N` | `syscall` | `nr`, `name` | `pid`, `tid`, `start_us`, `duration_us` | `duration_us` |
 //! | `pagecache` | `pagecache` | none | `pid`, `tid`, `pfn`, `inode`, `index`, `device` | none |
 //! | `packet` | `packet` | none | `src_port`, `dst_port`, `length` | `dst_port` |
+//! | `blockio/OP` | `blockio` | `op` (`read`, `write`, `flush`, `discard`, `other`) | `pid`, `tid`, `device`, `bytes`, `sector`, `start_us`, `latency_us` | `latency_us` |
+//! | `runqueue` | `runqueue` | none | `pid`, `tid`, `cpu`, `start_us`, `latency_us` | `latency_us` |
+//! | `agent/PROBE/STAGE` | `agent` | `probe`, `stage` (`kernel`, `queue`, `send`) | `events`, `dropped` (per interval) | none |
+//!
+//! A sender on wire protocol version 2 adds tags to its series (see
+//! [`crate::wire::SeriesTags`]): `host` on every series of the connection
+//! and `comm` (the process name) on `loom-agent`'s and the workloads'
+//! series, so one statement (`WHERE comm = 'postgres' AND host = 'db-3'`)
+//! works on both. The keys come from [`EXTRA_TAG_KEYS`].
 //!
 //! Loom's InfluxQL endpoint and `influx-app` (which writes the same records to
 //! InfluxDB) both take their names from here, so one statement runs unchanged
@@ -15,7 +24,7 @@
 
 use loom::SourceSchema;
 
-use crate::record::{Kind, KvOpKind, Record};
+use crate::record::{BlockOp, Kind, KvOpKind, Record};
 
 pub use loom::{FieldDef, FieldType, IndexDef, Value};
 
@@ -61,6 +70,59 @@ pub const PACKET_FIELDS: &[FieldDef] = &[
     FieldDef::new("length", 36, FieldType::U32),
 ];
 
+/// Fields of `blockio` (44-byte [`crate::BlockIo`] encoding).
+pub const BLOCKIO_FIELDS: &[FieldDef] = &[
+    FieldDef::new("pid", 0, FieldType::U32),
+    FieldDef::new("tid", 4, FieldType::U32),
+    FieldDef::new("device", 8, FieldType::U32),
+    FieldDef::new("bytes", 12, FieldType::U32),
+    FieldDef::new("sector", 20, FieldType::U64),
+    FieldDef::new("start_us", 28, FieldType::U64),
+    FieldDef::new("latency_us", 36, FieldType::U64),
+];
+
+/// Fields of `runqueue` (28-byte [`crate::RunQueue`] encoding).
+pub const RUNQUEUE_FIELDS: &[FieldDef] = &[
+    FieldDef::new("pid", 0, FieldType::U32),
+    FieldDef::new("tid", 4, FieldType::U32),
+    FieldDef::new("cpu", 8, FieldType::U32),
+    FieldDef::new("start_us", 12, FieldType::U64),
+    FieldDef::new("latency_us", 20, FieldType::U64),
+];
+
+/// Fields of `agent` (32-byte [`crate::AgentStat`] encoding).
+pub const AGENT_FIELDS: &[FieldDef] = &[
+    FieldDef::new("events", 16, FieldType::U64),
+    FieldDef::new("dropped", 24, FieldType::U64),
+];
+
+/// Series of an agent's counts of probe `probe` at stage `stage` (codes of
+/// [`crate::AgentStat`]); no index (its questions sum).
+pub fn agent(probe: u8, stage: u8) -> Series {
+    use crate::record::agent_names::{PROBES, STAGES};
+    let name = |names: &[&str], i: u8| names.get(usize::from(i)).unwrap_or(&"?").to_string();
+    Series {
+        measurement: "agent",
+        tags: vec![
+            ("probe", name(&PROBES, probe)),
+            ("stage", name(&STAGES, stage)),
+        ],
+        fields: AGENT_FIELDS,
+        index: None,
+    }
+}
+
+/// Tag keys a sender may add to its series (wire protocol version 2): the
+/// host, the process name, and names of what the process belongs to. A
+/// fixed vocabulary, so no added key can shadow a series' own tag (`op`,
+/// `name`, `nr`).
+pub const EXTRA_TAG_KEYS: &[&str] = &["host", "comm", "cgroup", "unit", "container", "service"];
+
+/// The key of [`EXTRA_TAG_KEYS`] equal to `key`.
+pub fn extra_tag_key(key: &str) -> Option<&'static str> {
+    EXTRA_TAG_KEYS.iter().copied().find(|k| *k == key)
+}
+
 /// One series of the data model.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Series {
@@ -75,6 +137,14 @@ pub struct Series {
 }
 
 impl Series {
+    /// The series with `extra` tags added (keys from [`EXTRA_TAG_KEYS`]),
+    /// tags kept sorted by key.
+    pub fn with_tags(mut self, extra: &[(&'static str, String)]) -> Series {
+        self.tags.extend(extra.iter().cloned());
+        self.tags.sort_by(|a, b| a.0.cmp(b.0));
+        self
+    }
+
     /// The field named `name`.
     pub fn field(&self, name: &str) -> Option<&'static FieldDef> {
         loom::find_field(self.fields, name)
@@ -144,6 +214,26 @@ pub fn packet() -> Series {
     }
 }
 
+/// Series of block I/O requests of `op`, range-indexed on their latency.
+pub fn blockio(op: BlockOp) -> Series {
+    Series {
+        measurement: "blockio",
+        tags: vec![("op", op.name().to_string())],
+        fields: BLOCKIO_FIELDS,
+        index: Some(IndexDef::new("latency_us", 0, LATENCY_BIN_US, LATENCY_BINS)),
+    }
+}
+
+/// Series of run-queue waits, range-indexed on their latency.
+pub fn runqueue() -> Series {
+    Series {
+        measurement: "runqueue",
+        tags: Vec::new(),
+        fields: RUNQUEUE_FIELDS,
+        index: Some(IndexDef::new("latency_us", 0, LATENCY_BIN_US, LATENCY_BINS)),
+    }
+}
+
 /// The x86_64 name of syscall `nr` (`pread64`), `sys_N` when unknown.
 pub fn syscall_name(nr: u32) -> String {
     syscalls::x86_64::Sysno::new(nr as usize)
@@ -169,6 +259,9 @@ impl Record {
             Record::Syscall(r) => syscall(r.nr),
             Record::PageCache(_) => page_cache(),
             Record::Packet(_) => packet(),
+            Record::BlockIo(r) => blockio(r.op),
+            Record::RunQueue(_) => runqueue(),
+            Record::AgentStat(a) => agent(a.probe, a.stage),
         }
     }
 }
@@ -180,13 +273,16 @@ pub fn fields_of(kind: Kind) -> &'static [FieldDef] {
         Kind::Syscall => SYSCALL_FIELDS,
         Kind::PageCache => PAGECACHE_FIELDS,
         Kind::Packet => PACKET_FIELDS,
+        Kind::BlockIo => BLOCKIO_FIELDS,
+        Kind::RunQueue => RUNQUEUE_FIELDS,
+        Kind::AgentStat => AGENT_FIELDS,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{KvOp, Packet, PageCache, Syscall};
+    use crate::record::{BlockIo, KvOp, Packet, PageCache, RunQueue, Syscall};
 
     fn value(f: &FieldDef, bytes: &[u8]) -> u64 {
         match f.read(bytes) {
@@ -246,6 +342,33 @@ mod tests {
         .encode_into(&mut b);
         let got: Vec<u64> = PACKET_FIELDS.iter().map(|f| value(f, &b)).collect();
         assert_eq!(got, [80, 6379, 1500]);
+
+        let mut b = Vec::new();
+        BlockIo {
+            pid: 1,
+            tid: 2,
+            device: 3,
+            bytes: 4,
+            op: BlockOp::Write,
+            sector: 5,
+            start_us: 6,
+            latency_us: 7,
+        }
+        .encode_into(&mut b);
+        let got: Vec<u64> = BLOCKIO_FIELDS.iter().map(|f| value(f, &b)).collect();
+        assert_eq!(got, [1, 2, 3, 4, 5, 6, 7]);
+
+        let mut b = Vec::new();
+        RunQueue {
+            pid: 1,
+            tid: 2,
+            cpu: 3,
+            start_us: 4,
+            latency_us: 5,
+        }
+        .encode_into(&mut b);
+        let got: Vec<u64> = RUNQUEUE_FIELDS.iter().map(|f| value(f, &b)).collect();
+        assert_eq!(got, [1, 2, 3, 4, 5]);
     }
 
     #[test]
@@ -254,6 +377,8 @@ mod tests {
             (kv(KvOpKind::Read), Kind::KvOp, KvOp::ENCODED_LEN),
             (syscall(17), Kind::Syscall, Syscall::ENCODED_LEN),
             (packet(), Kind::Packet, Packet::ENCODED_LEN),
+            (blockio(BlockOp::Write), Kind::BlockIo, BlockIo::ENCODED_LEN),
+            (runqueue(), Kind::RunQueue, RunQueue::ENCODED_LEN),
         ] {
             let ix = series.index.as_ref().expect("indexed series");
             let f = series.field(&ix.field).expect("index field exists");
