@@ -13,6 +13,7 @@ PACKAGES=(
   redis-server                     # the Valkey workload's server (valkey-server when Debian has it)
   python3 python3-venv             # pinned PyPI venvs of the client tests (influxdb, the OpenTelemetry SDK)
   influxdb influxdb-client curl    # InfluxDB baseline (influxd 1.6.7) and the `influx` CLI the InfluxQL client test drives
+  systemd                          # systemd-analyze: make deploy-check verifies deploy/*.service (nothing is started)
 )
 
 SUDO=""

@@ -12,6 +12,8 @@
 //!   state allocates nothing.
 //! - [`counters`]: what the receivers count (the first half of every
 //!   progress line).
+//! - [`tls`]: rustls on the stream, for receivers (certificate and key)
+//!   and senders (the CA to trust), so every app and sender shares one setup.
 //! - [`output`]: answer lines, `--query-window-us` parsing and the
 //!   interruptible sleep of the reporter and query threads.
 
@@ -19,10 +21,12 @@ pub mod counters;
 pub mod output;
 pub mod pool;
 pub mod receive;
+pub mod tls;
 
 pub use counters::Counters;
 pub use pool::BufferPool;
 pub use receive::{listen, Frames, Message, ReceiveConfig};
+pub use tls::{ClientStream, ClientTls, ServerTls, TlsError};
 
 /// Wall-clock time, µs since the Unix epoch.
 pub fn epoch_us() -> u64 {

@@ -10,8 +10,13 @@
 //! (in messages, or in bytes: [`ReceiveConfig::max_queued_bytes`]) drops the
 //! group (counted); a bad frame closes only its own connection,
 //! logged, after the valid frames before it were handed on.
+//!
+//! With [`ReceiveConfig::tls`] every connection first completes a TLS
+//! handshake in its own thread; one that fails (a plain-text client, a
+//! silent one) is closed alone, logged and counted as bad. The frame loop
+//! is generic over the stream, so plain TCP runs the same code as before.
 
-use std::io::BufReader;
+use std::io::{BufReader, Read};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -23,6 +28,7 @@ use telemetry::{FrameReader, Record};
 
 use crate::counters::Counters;
 use crate::pool::BufferPool;
+use crate::tls::ServerTls;
 
 /// Frames received together: their payloads back to back, which is itself
 /// a valid payload of `records` records (each a tag byte and its encoding).
@@ -115,6 +121,9 @@ pub struct ReceiveConfig {
     /// consumed hold more than this many bytes: the queue's memory bound,
     /// whatever the senders' frame sizes.
     pub max_queued_bytes: u64,
+    /// Accept TLS connections only (rustls), with this certificate and key;
+    /// `None` for plain TCP.
+    pub tls: Option<ServerTls>,
 }
 
 impl ReceiveConfig {
@@ -130,6 +139,7 @@ impl ReceiveConfig {
             group_bytes: 256 << 10,
             read_buffer: 1 << 20,
             max_queued_bytes: 1 << 30,
+            tls: None,
         }
     }
 }
@@ -164,7 +174,7 @@ pub fn listen<M: Message>(
                             pool: &pool,
                             max_queued_bytes: cfg.max_queued_bytes,
                         };
-                        conn.receive(stream, &cfg)
+                        conn.run(stream, &cfg)
                     });
                 if let Err(e) = spawned {
                     log::error!("cannot start a receiving thread for connection {id}: {e}");
@@ -192,7 +202,23 @@ struct Group {
 }
 
 impl<M: Message> Connection<'_, M> {
-    fn receive(&self, stream: TcpStream, cfg: &ReceiveConfig) {
+    /// Receives from one accepted connection, through TLS when configured.
+    fn run(&self, stream: TcpStream, cfg: &ReceiveConfig) {
+        match &cfg.tls {
+            None => self.receive(stream, cfg),
+            Some(tls) => match tls.accept(stream, self.peer) {
+                Ok(s) => self.receive(s, cfg),
+                // No frame was ever read, so no stream ended: the
+                // connection does not count towards --stop-after-connections.
+                Err(e) => {
+                    Counters::add(&self.counters.bad_connections, 1);
+                    log::warn!("connection {} closed: {e}", self.id);
+                }
+            },
+        }
+    }
+
+    fn receive<R: Read>(&self, stream: R, cfg: &ReceiveConfig) {
         let mut reader = FrameReader::with_max_payload(
             BufReader::with_capacity(cfg.read_buffer, stream),
             cfg.max_payload,

@@ -4,11 +4,13 @@
 //! where `g` and `r` are the batches and records sent during second `i` and
 //! `b` is how far behind schedule the last batch was sent, in ms.
 
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use clap::Parser;
+use endpoint::{ClientStream, ClientTls};
 use replay::tcp::{connect_with_retry, run, EndReason, ReplayConfig};
 
 #[derive(Parser)]
@@ -41,6 +43,30 @@ struct Cli {
     /// Give up if the endpoint does not accept within this many seconds.
     #[arg(long, default_value_t = 300.0)]
     connect_timeout_s: f64,
+    /// Speak TLS, trusting the CA certificates in this PEM file (the
+    /// endpoint runs with --tls-cert/--tls-key).
+    #[arg(long, value_name = "FILE")]
+    tls_ca: Option<PathBuf>,
+    /// The name the endpoint's certificate must carry (default: the host
+    /// part of --addr).
+    #[arg(long, value_name = "NAME", requires = "tls_ca")]
+    tls_server_name: Option<String>,
+}
+
+/// The host part of `HOST:PORT` or `[V6]:PORT`.
+fn host_of(addr: &str) -> &str {
+    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+    host.trim_start_matches('[').trim_end_matches(']')
+}
+
+/// Wraps the connection in TLS when --tls-ca asks for it.
+fn secure(cli_tls: &Option<(PathBuf, String)>, tcp: TcpStream) -> Result<ClientStream, String> {
+    let Some((ca, name)) = cli_tls else {
+        return Ok(ClientStream::Plain(tcp));
+    };
+    let tls = ClientTls::from_ca_file(ca).map_err(|e| e.to_string())?;
+    let s = tls.connect(tcp, name).map_err(|e| e.to_string())?;
+    Ok(s.into())
 }
 
 fn main() {
@@ -52,6 +78,13 @@ fn main() {
         );
         std::process::exit(2);
     }
+    let tls = cli.tls_ca.clone().map(|ca| {
+        let name = cli
+            .tls_server_name
+            .clone()
+            .unwrap_or_else(|| host_of(&cli.addr).to_string());
+        (ca, name)
+    });
     let cfg = ReplayConfig {
         file_path: cli.file_path,
         addr: cli.addr,
@@ -91,9 +124,17 @@ fn main() {
             std::process::exit(1);
         }
     };
+    let stream = match secure(&tls, stream) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
+    };
     println!(
-        "connected to {}; replaying {} at speed {}{}",
+        "connected to {}{}; replaying {} at speed {}{}",
         cfg.addr,
+        if tls.is_some() { " (TLS)" } else { "" },
         cfg.file_path.display(),
         cfg.speed,
         if cfg.no_wait { " (no wait)" } else { "" }
