@@ -112,7 +112,13 @@ fn tcp_replay_speaks_tls_with_the_right_ca_only() {
     while Counters::get(&counters.records_received) < total && Instant::now() < end {
         std::thread::sleep(Duration::from_millis(10));
     }
-    assert_eq!(Counters::get(&counters.records_received), total);
+    assert_eq!(
+        Counters::get(&counters.records_received),
+        total,
+        "bad {} conns {} {stdout}",
+        Counters::get(&counters.bad_connections),
+        Counters::get(&counters.connections)
+    );
     assert_eq!(Counters::get(&counters.bad_connections), 0);
 
     let out = tcp_replay(&rec, port, &other_ca);

@@ -11,7 +11,7 @@
 //! loop is generic over it, so the plain-TCP path keeps its own
 //! monomorphised code and pays nothing for TLS being possible.
 
-use std::io::{self, Read, Write};
+use std::io::{self, BufReader, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
@@ -24,6 +24,13 @@ use rustls::{ClientConnection, ConnectionCommon, ServerConnection, SideData, Str
 
 /// How long a peer may take to complete a TLS handshake.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Bytes a receiver's TLS socket reads at once (see [`BufferedSocket`]).
+pub const SOCKET_READ_BUFFER: usize = 1 << 20;
+
+/// A receiver's stream after the handshake: plaintext frames out of TLS
+/// records out of a [`BufferedSocket`].
+pub type ServerStream = StreamOwned<ServerConnection, BufferedSocket>;
 
 /// Why TLS could not be set up or a handshake failed.
 #[derive(Debug, thiserror::Error)]
@@ -104,10 +111,16 @@ impl ServerTls {
         certs: Vec<CertificateDer<'static>>,
         key: PrivateKeyDer<'static>,
     ) -> Result<ServerTls, TlsError> {
-        let config = rustls::ServerConfig::builder_with_provider(provider())
+        let mut config = rustls::ServerConfig::builder_with_provider(provider())
             .with_safe_default_protocol_versions()?
             .with_no_client_auth()
             .with_single_cert(certs, key)?;
+        // No TLS 1.3 session tickets: a sender only writes, so tickets would
+        // sit unread in its socket, and closing a socket with unread data
+        // sends a reset that makes the receiver's kernel discard the frames
+        // it has not read yet. (Senders reconnect rarely; resumption would
+        // save one round trip.)
+        config.send_tls13_tickets = 0;
         Ok(ServerTls {
             config: Arc::new(config),
         })
@@ -117,13 +130,10 @@ impl ServerTls {
     /// [`HANDSHAKE_TIMEOUT`] and returns the encrypted stream (with no read
     /// timeout left on the socket). A client that speaks plain TCP (or
     /// nothing) gets an error saying so; its connection is closed.
-    pub fn accept(
-        &self,
-        tcp: TcpStream,
-        peer: &str,
-    ) -> Result<StreamOwned<ServerConnection, TcpStream>, TlsError> {
+    pub fn accept(&self, tcp: TcpStream, peer: &str) -> Result<ServerStream, TlsError> {
         let conn = ServerConnection::new(Arc::clone(&self.config))?;
-        handshake(conn, tcp, peer, |e| {
+        let sock = BufferedSocket(BufReader::with_capacity(SOCKET_READ_BUFFER, tcp));
+        handshake(conn, sock, peer, |e| {
             if e.kind() == io::ErrorKind::InvalidData {
                 "; the client does not speak TLS (plain TCP to a TLS port?)"
             } else if matches!(
@@ -196,15 +206,16 @@ impl ClientTls {
 /// Drives a handshake to its end under [`HANDSHAKE_TIMEOUT`] and clears the
 /// socket's timeouts again (the stream itself waits as long as the peer is
 /// silent, as plain TCP does).
-fn handshake<C, D>(
+fn handshake<C, D, T>(
     conn: C,
-    mut sock: TcpStream,
+    mut sock: T,
     peer: &str,
     hint: impl Fn(&io::Error) -> &'static str,
-) -> Result<StreamOwned<C, TcpStream>, TlsError>
+) -> Result<StreamOwned<C, T>, TlsError>
 where
     C: DerefMut + Deref<Target = ConnectionCommon<D>>,
     D: SideData,
+    T: Read + Write + Socket,
 {
     let mut conn = conn;
     let fail = |source: io::Error| TlsError::Handshake {
@@ -212,18 +223,62 @@ where
         hint: hint(&source),
         source,
     };
-    set_timeouts(&sock, Some(HANDSHAKE_TIMEOUT)).map_err(fail)?;
+    set_timeouts(sock.tcp(), Some(HANDSHAKE_TIMEOUT)).map_err(fail)?;
     while conn.is_handshaking() {
         // On a protocol error rustls has already sent the peer its alert.
         conn.complete_io(&mut sock).map_err(fail)?;
     }
-    set_timeouts(&sock, None).map_err(fail)?;
+    set_timeouts(sock.tcp(), None).map_err(fail)?;
     Ok(StreamOwned::new(conn, sock))
 }
 
 fn set_timeouts(sock: &TcpStream, t: Option<Duration>) -> io::Result<()> {
     sock.set_read_timeout(t)?;
     sock.set_write_timeout(t)
+}
+
+/// A socket under TLS.
+pub trait Socket {
+    /// The TCP socket (for timeouts and shutdown).
+    fn tcp(&self) -> &TcpStream;
+}
+
+impl Socket for TcpStream {
+    fn tcp(&self) -> &TcpStream {
+        self
+    }
+}
+
+/// A receiver's TCP socket with a read buffer: rustls reads TLS records 4 KiB
+/// at a time, so without it a 16 KiB record costs four system calls; with it
+/// one `read` takes up to [`SOCKET_READ_BUFFER`] bytes, as the plain path's
+/// reads do. Writes (handshake messages, alerts) go straight to the socket.
+pub struct BufferedSocket(BufReader<TcpStream>);
+
+impl Socket for BufferedSocket {
+    fn tcp(&self) -> &TcpStream {
+        self.0.get_ref()
+    }
+}
+
+impl Read for BufferedSocket {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl Write for BufferedSocket {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.get_mut().write(buf)
+    }
+
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        self.0.get_mut().write_vectored(bufs)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.get_mut().flush()
+    }
 }
 
 /// A sender's connection: plain TCP or TLS over it. Writes go to the one
