@@ -60,11 +60,10 @@ fn host_of(addr: &str) -> &str {
 }
 
 /// Wraps the connection in TLS when --tls-ca asks for it.
-fn secure(cli_tls: &Option<(PathBuf, String)>, tcp: TcpStream) -> Result<ClientStream, String> {
-    let Some((ca, name)) = cli_tls else {
+fn secure(tls: &Option<(ClientTls, String)>, tcp: TcpStream) -> Result<ClientStream, String> {
+    let Some((tls, name)) = tls else {
         return Ok(ClientStream::Plain(tcp));
     };
-    let tls = ClientTls::from_ca_file(ca).map_err(|e| e.to_string())?;
     let s = tls.connect(tcp, name).map_err(|e| e.to_string())?;
     Ok(s.into())
 }
@@ -78,13 +77,23 @@ fn main() {
         );
         std::process::exit(2);
     }
-    let tls = cli.tls_ca.clone().map(|ca| {
-        let name = cli
-            .tls_server_name
-            .clone()
-            .unwrap_or_else(|| host_of(&cli.addr).to_string());
-        (ca, name)
-    });
+    // The CA file is read before connecting, so a bad one fails at once.
+    let tls = match &cli.tls_ca {
+        None => None,
+        Some(ca) => match ClientTls::from_ca_file(ca) {
+            Ok(t) => {
+                let name = cli
+                    .tls_server_name
+                    .clone()
+                    .unwrap_or_else(|| host_of(&cli.addr).to_string());
+                Some((t, name))
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                std::process::exit(1);
+            }
+        },
+    };
     let cfg = ReplayConfig {
         file_path: cli.file_path,
         addr: cli.addr,
@@ -173,5 +182,17 @@ fn main() {
             eprintln!("error: {e}");
             std::process::exit(1);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_of;
+
+    #[test]
+    fn the_server_name_defaults_to_the_host_of_the_address() {
+        assert_eq!(host_of("loom.example:7878"), "loom.example");
+        assert_eq!(host_of("127.0.0.1:7878"), "127.0.0.1");
+        assert_eq!(host_of("[::1]:7878"), "::1");
     }
 }
