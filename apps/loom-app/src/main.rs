@@ -85,6 +85,14 @@ fn main() -> anyhow::Result<()> {
         (Some(cert), Some(key)) => Some(endpoint::ServerTls::from_pem_files(cert, key)?),
         _ => None,
     };
+    // Before the listening line: a supervisor (or a test) that stops
+    // loom-app as soon as it listens gets the clean SIGINT stop.
+    let shutdown = Arc::new(AtomicBool::new(false));
+    {
+        let shutdown = shutdown.clone();
+        ctrlc::set_handler(move || shutdown.store(true, Ordering::SeqCst))
+            .context("installing the Ctrl-C handler")?;
+    }
     let listener =
         TcpListener::bind(&cli.addr).with_context(|| format!("listening on {}", cli.addr))?;
     println!(
@@ -104,13 +112,7 @@ fn main() -> anyhow::Result<()> {
     let http_server = http::start(&cli, reader.clone())?;
     let start = Instant::now();
     let counters = Arc::new(Counters::default());
-    let shutdown = Arc::new(AtomicBool::new(false));
     let finished = Arc::new(AtomicBool::new(false));
-    {
-        let shutdown = shutdown.clone();
-        ctrlc::set_handler(move || shutdown.store(true, Ordering::SeqCst))
-            .context("installing the Ctrl-C handler")?;
-    }
     let (tx, rx) = crossbeam_channel::bounded::<receive::Msg>(cli.queue_capacity);
     let recv_cfg = endpoint::ReceiveConfig {
         max_queued_bytes: cli.queue_max_bytes,
