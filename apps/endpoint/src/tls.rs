@@ -32,6 +32,15 @@ pub const SOCKET_READ_BUFFER: usize = 1 << 20;
 /// records out of a [`BufferedSocket`].
 pub type ServerStream = StreamOwned<ServerConnection, BufferedSocket>;
 
+// Likely causes appended to handshake errors.
+const HINT_NOT_TLS_CLIENT: &str = "; the client does not speak TLS (plain TCP to a TLS port?)";
+const HINT_CLIENT_REFUSED: &str = "; the client refused this server's certificate \
+    (not signed by the CA it trusts, or not for the name it expects)";
+const HINT_SILENT_CLIENT: &str = "; no handshake within 10 s";
+const HINT_UNTRUSTED_SERVER: &str = "; check that --tls-ca holds the CA that signed the \
+    server's certificate and that the certificate names the server as --tls-server-name says";
+const HINT_NOT_TLS_SERVER: &str = "; is the server's port TLS (loom-app --tls-cert)?";
+
 /// Why TLS could not be set up or a handshake failed.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
@@ -133,19 +142,24 @@ impl ServerTls {
     pub fn accept(&self, tcp: TcpStream, peer: &str) -> Result<ServerStream, TlsError> {
         let conn = ServerConnection::new(Arc::clone(&self.config))?;
         let sock = BufferedSocket(BufReader::with_capacity(SOCKET_READ_BUFFER, tcp));
-        handshake(conn, sock, peer, |e| {
-            if e.kind() == io::ErrorKind::InvalidData {
-                "; the client does not speak TLS (plain TCP to a TLS port?)"
-            } else if matches!(
+        handshake(conn, sock, peer, |e| match rustls_error(e) {
+            Some(rustls::Error::AlertReceived(_)) => HINT_CLIENT_REFUSED,
+            Some(rustls::Error::InvalidMessage(_)) => HINT_NOT_TLS_CLIENT,
+            None if matches!(
                 e.kind(),
                 io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-            ) {
-                "; no handshake within 10 s"
-            } else {
-                ""
+            ) =>
+            {
+                HINT_SILENT_CLIENT
             }
+            _ => "",
         })
     }
+}
+
+/// The rustls error inside an I/O error from a handshake, if it is one.
+fn rustls_error(e: &io::Error) -> Option<&rustls::Error> {
+    e.get_ref()?.downcast_ref::<rustls::Error>()
 }
 
 /// The client side: the CA certificates that may sign the server's.
@@ -188,17 +202,17 @@ impl ClientTls {
         let name = ServerName::try_from(server_name.to_string())
             .map_err(|_| TlsError::ServerName(server_name.into()))?;
         let conn = ClientConnection::new(Arc::clone(&self.config), name)?;
-        handshake(conn, tcp, server_name, |e| {
-            let text = e.to_string();
-            if text.contains("certificate") {
-                "; check that --tls-ca holds the CA that signed the server's certificate and that the certificate names the server as --tls-server-name says"
-            } else if e.kind() == io::ErrorKind::InvalidData
-                || e.kind() == io::ErrorKind::UnexpectedEof
+        handshake(conn, tcp, server_name, |e| match rustls_error(e) {
+            Some(rustls::Error::InvalidCertificate(_)) => HINT_UNTRUSTED_SERVER,
+            Some(rustls::Error::InvalidMessage(_)) => HINT_NOT_TLS_SERVER,
+            None if matches!(
+                e.kind(),
+                io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset
+            ) =>
             {
-                "; is the server's port TLS (loom-app --tls-cert)?"
-            } else {
-                ""
+                HINT_NOT_TLS_SERVER
             }
+            _ => "",
         })
     }
 }
