@@ -64,6 +64,10 @@ pub struct Config {
     /// the segment that was being written. With true, corruption anywhere
     /// is found (and skipped) on open instead of by the query that meets it.
     pub verify_on_open: bool,
+    /// zstd level of the chunks the flusher compresses on their way to
+    /// disk (`docs/chunk-format.md`); `None` stores them uncompressed (in
+    /// the same frames). Default `Some(3)`.
+    pub compression_level: Option<i32>,
 }
 
 impl Default for Config {
@@ -81,6 +85,7 @@ impl Default for Config {
             retention_bytes: None,
             retention_age_us: None,
             verify_on_open: false,
+            compression_level: Some(3),
         }
     }
 }

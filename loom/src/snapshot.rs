@@ -49,19 +49,17 @@ pub(crate) struct Published {
     /// In-memory blocks by base address, oldest first.
     pub(crate) blocks: Vec<(u64, SlabView<u8>)>,
     pub(crate) files: Arc<SegmentFiles>,
-    pub(crate) chunk_size: usize,
     /// Log addresses below this were dropped by retention.
     pub(crate) retained_from: u64,
 }
 
 impl Published {
-    pub(crate) fn empty(files: Arc<SegmentFiles>, chunk_size: usize) -> Self {
+    pub(crate) fn empty(files: Arc<SegmentFiles>) -> Self {
         Published {
             ids: Arc::new(HashMap::new()),
             sources: Vec::new(),
             blocks: Vec::new(),
             files,
-            chunk_size,
             retained_from: 0,
         }
     }
@@ -253,18 +251,12 @@ impl Snapshot {
                 return Ok((header, ChunkBytes::Memory(&at[..len])));
             }
         }
-        let mut buf = vec![0u8; self.p.chunk_size];
-        let n = self.p.files.read_at(addr, &mut buf)?;
-        buf.truncate(n);
+        let buf = self.p.files.read_chunk(addr)?;
         let header = match ChunkHeader::read(&buf) {
             Ok(Some(h)) => h,
             Ok(None) => return Err(Error::corrupted(addr, "no chunk at this address on disk")),
             Err(reason) => return Err(Error::corrupted(addr, reason)),
         };
-        header
-            .verify(&buf, self.p.chunk_size)
-            .map_err(|reason| Error::corrupted(addr, reason))?;
-        buf.truncate(header.len as usize);
         Ok((header, ChunkBytes::Disk(buf)))
     }
 
