@@ -25,15 +25,18 @@ pub enum Format {
     Segments,
     /// `otlp::fuzz::otlp_decode`: OTLP export request bodies.
     Otlp,
+    /// `loom::fuzz::decode_chunk`: one compressed chunk (frame).
+    Chunks,
 }
 
 /// Names as given on the command line, in run order (the cargo-fuzz names).
-pub const ALL: [(&str, Format); 5] = [
+pub const ALL: [(&str, Format); 6] = [
     ("record_decode", Format::Records),
     ("wire_frame", Format::Frames),
     ("recording_file", Format::Recordings),
     ("open_segment", Format::Segments),
     ("otlp_decode", Format::Otlp),
+    ("decode_chunk", Format::Chunks),
 ];
 
 /// Finds a target by name.
@@ -61,6 +64,9 @@ impl Target {
             Format::Recordings => samples::recordings(rng, 32)?,
             Format::Segments => samples::segments(rng, 12)?,
             Format::Otlp => otlp_samples::inputs(rng, 64)?,
+            Format::Chunks => (0..4)
+                .flat_map(|_| loom::fuzz::chunk_samples(rng.next_u64()))
+                .collect(),
         };
         let payloads = samples::payloads(rng, 32)
             .into_iter()
@@ -117,6 +123,7 @@ impl Target {
             }
             // No checksums: protobuf and JSON are decoded as they are.
             Format::Otlp => {}
+            Format::Chunks => mutate::reseal_chunk(out),
         }
     }
 
@@ -171,6 +178,7 @@ pub fn run_body(format: Format, scratch: &Path, input: &[u8]) -> io::Result<()> 
         Format::Recordings => telemetry::fuzz::recording_file(input),
         Format::Segments => loom::fuzz::open_segment(scratch, input)?,
         Format::Otlp => otlp::fuzz::otlp_decode(input),
+        Format::Chunks => loom::fuzz::decode_chunk(input),
     }
     Ok(())
 }

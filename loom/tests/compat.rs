@@ -41,12 +41,20 @@ fn check(r: &Reader, n: u64, raw_indexed: bool) -> Result<(), Box<dyn std::error
         r.scan(id, 0, u64::MAX, |t, b| got.push((t, b.to_vec())))?;
         assert_eq!(got.len(), want.len(), "{id:?}");
         assert!(got == want, "{id:?}: the records differ");
-        let value = if id == SCHEMA_SOURCE { latency } else { raw_value };
+        let value = if id == SCHEMA_SOURCE {
+            latency
+        } else {
+            raw_value
+        };
         if id == RAW_SOURCE && !raw_indexed {
             continue;
         }
         let (first, last) = (want[0].0, want[want.len() - 1].0);
-        for (t0, t1) in [(0, u64::MAX), (first + 977, last - 3_333), (last - 500, last)] {
+        for (t0, t1) in [
+            (0, u64::MAX),
+            (first + 977, last - 3_333),
+            (last - 500, last),
+        ] {
             let mut agg = Aggregate::default();
             let mut values = Vec::new();
             for (t, b) in want.iter().filter(|(t, _)| (t0..=t1).contains(t)) {
@@ -82,7 +90,10 @@ fn a_version_1_store_opens_and_answers_exactly() -> Result<(), Box<dyn std::erro
     assert_eq!(r.sources(), vec![SCHEMA_SOURCE, RAW_SOURCE]);
     check(&r, RECORDS, false)?;
     let meta = std::fs::read_to_string(dir.path().join("loom.meta"))?;
-    assert!(meta.starts_with("loom-store v1"), "a reader changes nothing");
+    assert!(
+        meta.starts_with("loom-store v1"),
+        "a reader changes nothing"
+    );
     Ok(())
 }
 

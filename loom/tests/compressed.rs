@@ -149,11 +149,15 @@ fn check_reopened(dir: &std::path::Path, want: &Records, seed: u64) -> Result<()
             agg.add(value(b));
             values.push(value(b));
         }
-        let q = r.aggregate(ID, t0, t1).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let q = r
+            .aggregate(ID, t0, t1)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(q, agg);
         values.sort_unstable();
         let k = loom::nearest_rank(0.9, values.len() as u64) as usize;
-        let p = r.percentile(ID, t0, t1, 0.9).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let p = r
+            .percentile(ID, t0, t1, 0.9)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(p, values.get(k.wrapping_sub(1)).copied());
         let (lo, hi) = (120, 1 << 40);
         let n = values.iter().filter(|v| (lo..=hi).contains(*v)).count() as u64;
