@@ -92,6 +92,21 @@ pub struct IndexHeld {
     pub bin_summaries: usize,
 }
 
+/// What a source's sealed chunks take (see [`Snapshot::storage_use`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StorageUse {
+    /// Sealed chunks retained.
+    pub chunks: u64,
+    /// Records in them.
+    pub records: u64,
+    /// Their bytes uncompressed (chunk headers and padding included).
+    pub chunk_bytes: u64,
+    /// Their bytes in segment files: compressed frames (headers and
+    /// padding included), uncompressed chunks in version-1 segments and
+    /// chunks still in memory.
+    pub stored_bytes: u64,
+}
+
 /// The store as of one `sync`, with the range-index summaries built so
 /// far: every query on it sees the same records. Cheap to hold and to clone:
 /// it shares memory with the writer.
@@ -203,6 +218,30 @@ impl Snapshot {
             summarised_chunks: spans,
             bin_summaries: bins,
         })
+    }
+
+    /// What the source's retained sealed chunks take, uncompressed and in
+    /// segment files; `None` for an unknown source. Reads no data, walks
+    /// the source's time index (one entry per chunk).
+    pub fn storage_use(&self, id: SourceId) -> Option<StorageUse> {
+        let sv = self.view(id).ok()?;
+        let mut u = StorageUse::default();
+        for i in sv.dir.start..sv.dir.chunks.len() {
+            let Some(c) = sv.dir.chunks.get(i) else {
+                continue;
+            };
+            let len = match c.len {
+                // Recovered from a version-1 index file, which has no lengths.
+                0 => self.p.files.raw_chunk_len(c.addr).unwrap_or(0),
+                l => l,
+            };
+            let raw = crate::log::chunk::padded(len as usize) as u64;
+            u.chunks += 1;
+            u.records += u64::from(c.count);
+            u.chunk_bytes += raw;
+            u.stored_bytes += self.p.files.stored_len(c.addr).unwrap_or(raw);
+        }
+        Some(u)
     }
 
     /// Records of a source that retention has not dropped.

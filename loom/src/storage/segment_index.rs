@@ -13,6 +13,8 @@
 //!   u64 and the list;
 //! - `3` footer: the segment is complete and its data durable; data_end u64
 //!   (address past its last chunk), chunks u64;
+//! - `5` chunk, as `1` with the chunk's length u32 after its crc (format
+//!   2 writes these; `1` entries read with length 0: unknown);
 //! - `4` frames of a version-2 (compressed) segment, written just before
 //!   the footer: `varint n`, then per frame `varint(addr − previous addr)`,
 //!   `varint(offset − previous offset)`, `varint len` (see `frame.rs`).
@@ -44,6 +46,7 @@ const ENTRY_HEADER: usize = 8;
 const MAX_ENTRY: usize = 64 << 20;
 
 const T_CHUNK: u8 = 1;
+const T_CHUNK_LEN: u8 = 5;
 const T_SUMMARIES: u8 = 2;
 const T_FOOTER: u8 = 3;
 const T_FRAMES: u8 = 4;
@@ -176,7 +179,7 @@ impl Cursor<'_> {
 
 fn encode_chunk(c: &IndexedChunk) -> Vec<u8> {
     let mut p = Vec::with_capacity(64);
-    p.push(T_CHUNK);
+    p.push(T_CHUNK_LEN);
     put_u64(&mut p, c.addr);
     put_u64(&mut p, c.header.source);
     put_u64(&mut p, c.header.prev);
@@ -184,6 +187,7 @@ fn encode_chunk(c: &IndexedChunk) -> Vec<u8> {
     put_u64(&mut p, c.header.last_ts);
     p.extend_from_slice(&c.header.count.to_le_bytes());
     p.extend_from_slice(&c.header.crc.to_le_bytes());
+    p.extend_from_slice(&c.header.len.to_le_bytes());
     match &c.summaries {
         None => p.push(0),
         Some(bins) => {
@@ -197,7 +201,7 @@ fn encode_chunk(c: &IndexedChunk) -> Vec<u8> {
 fn decode_entry(payload: &[u8], into: &mut SegmentIndex) -> Result<(), String> {
     let mut c = Cursor { b: payload, pos: 0 };
     match c.u8()? {
-        T_CHUNK => {
+        kind @ (T_CHUNK | T_CHUNK_LEN) => {
             let addr = c.u64()?;
             let source = c.u64()?;
             let prev = c.u64()?;
@@ -205,6 +209,7 @@ fn decode_entry(payload: &[u8], into: &mut SegmentIndex) -> Result<(), String> {
             let last_ts = c.u64()?;
             let count = c.u32()?;
             let crc = c.u32()?;
+            let len = if kind == T_CHUNK_LEN { c.u32()? } else { 0 };
             let summaries = match c.u8()? {
                 0 => None,
                 1 => Some(c.summaries()?),
@@ -213,7 +218,7 @@ fn decode_entry(payload: &[u8], into: &mut SegmentIndex) -> Result<(), String> {
             into.chunks.push(IndexedChunk {
                 addr,
                 header: ChunkHeader {
-                    len: 0,
+                    len,
                     source,
                     prev,
                     first_ts,

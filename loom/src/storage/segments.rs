@@ -71,6 +71,24 @@ impl SegmentFiles {
         locked(self.frames.read()).get(&segment).cloned()
     }
 
+    /// Bytes the chunk at `addr` takes in its segment file when that is a
+    /// version-2 one (its padded frame), `None` otherwise.
+    pub(crate) fn stored_len(&self, addr: u64) -> Option<u64> {
+        let seg = self.layout.locate(addr).0;
+        self.frame_at(seg, addr)
+            .flatten()
+            .map(|f| crate::log::chunk::padded(f.len as usize) as u64)
+    }
+
+    /// The length a chunk's header declares, read from a version-1
+    /// segment (for stores whose index files predate chunk lengths).
+    pub(crate) fn raw_chunk_len(&self, addr: u64) -> Option<u32> {
+        let (seg, off) = self.layout.locate(addr);
+        let mut h = [0u8; 8];
+        let n = self.read_file(seg, off, &mut h).ok()?;
+        (n == 8).then(|| u32::from_le_bytes([h[4], h[5], h[6], h[7]]))
+    }
+
     fn frame_at(&self, segment: u64, addr: u64) -> Option<Option<FrameLoc>> {
         let frames = locked(self.frames.read());
         let list = frames.get(&segment)?;

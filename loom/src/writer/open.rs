@@ -88,6 +88,7 @@ pub(crate) fn replay(
             last_ts: c.header.last_ts,
             first_seq: s.seq,
             count: c.header.count,
+            len: c.header.len,
         });
         s.seq += u64::from(c.header.count);
         s.prev_ts = c.header.last_ts;
