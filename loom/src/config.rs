@@ -68,6 +68,13 @@ pub struct Config {
     /// disk (`docs/chunk-format.md`); `None` stores them uncompressed (in
     /// the same frames). Default `Some(3)`.
     pub compression_level: Option<i32>,
+    /// Full blocks queued at the flusher at which it stops compressing and
+    /// stores chunks as they are until it catches up, so ingest never waits
+    /// for compression (counted in `WriterStats::chunks_raw_to_keep_up`).
+    /// Default 1: compress while the flusher keeps up with the writer;
+    /// `usize::MAX` always compresses (the writer then waits when every
+    /// in-memory block is queued).
+    pub store_raw_when_queued: usize,
 }
 
 impl Default for Config {
@@ -86,6 +93,7 @@ impl Default for Config {
             retention_age_us: None,
             verify_on_open: false,
             compression_level: Some(3),
+            store_raw_when_queued: 1,
         }
     }
 }

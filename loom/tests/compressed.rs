@@ -190,7 +190,9 @@ proptest! {
         let mut want: Records = Vec::new();
         let mut t = rng.gen_range(0..1u64 << 50);
         {
-            let (mut w, _r) = loom::open(dir.path(), small_config())
+            // Always compress: the test checks what compression gives.
+            let cfg = loom::Config { store_raw_when_queued: usize::MAX, ..small_config() };
+            let (mut w, _r) = loom::open(dir.path(), cfg)
                 .map_err(|e| TestCaseError::fail(e.to_string()))?;
             let h = w.declare(ID, schema()).map_err(|e| TestCaseError::fail(e.to_string()))?;
             for i in 0..n {
@@ -219,15 +221,25 @@ proptest! {
     }
 }
 
-/// With compression off every chunk is stored raw (in frames), the
-/// fallback is counted, and the answers are the same.
+/// With compression off, or when the flusher stores chunks raw to keep up
+/// with ingest, every chunk is stored raw (in frames), the fallback is
+/// counted, and the answers are the same.
 #[test]
 fn compression_off_stores_raw_and_counts_it() -> Result<(), Box<dyn std::error::Error>> {
-    let dir = tempfile::tempdir()?;
-    let cfg = loom::Config {
+    let off = loom::Config {
         compression_level: None,
         ..small_config()
     };
+    stores_raw(off, false)?;
+    let hurried = loom::Config {
+        store_raw_when_queued: 0,
+        ..small_config()
+    };
+    stores_raw(hurried, true)
+}
+
+fn stores_raw(cfg: loom::Config, to_keep_up: bool) -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
     let mut want: Records = Vec::new();
     {
@@ -242,6 +254,8 @@ fn compression_off_stores_raw_and_counts_it() -> Result<(), Box<dyn std::error::
         let st = w.stats();
         assert!(st.chunks_written > 10);
         assert_eq!(st.chunks_stored_raw, st.chunks_written);
+        let keep_up = if to_keep_up { st.chunks_written } else { 0 };
+        assert_eq!(st.chunks_raw_to_keep_up, keep_up);
         w.close()?;
     }
     check_reopened(dir.path(), &want, 1).map_err(|e| e.to_string())?;

@@ -75,6 +75,9 @@ pub(crate) struct FlusherStatus {
     /// Of those, chunks stored uncompressed (they did not compress, or
     /// compression is off): the fallback the stats report.
     pub chunks_stored_raw: AtomicU64,
+    /// Of those, chunks stored uncompressed because full blocks queued up
+    /// behind them (compression was not keeping up with ingest).
+    pub chunks_raw_to_keep_up: AtomicU64,
     /// Bytes of the written chunks before compression (headers included).
     pub chunk_bytes: AtomicU64,
     /// Bytes of their frames on disk (headers and padding included).
@@ -119,6 +122,9 @@ pub(crate) struct FlusherConfig {
     /// Log address of the first chunk the writer will hand over (the start
     /// of a segment no earlier run wrote).
     pub start: u64,
+    /// Jobs queued behind the current one at which its chunks are stored
+    /// uncompressed to catch up.
+    pub hurry_at: usize,
 }
 
 /// The segment file being appended to: bytes from file offset `start`
@@ -170,6 +176,11 @@ struct State {
     cursor: u64,
     out: Option<Output>,
     io: AlignedBuf,
+    /// Set while jobs queue up behind the current one: chunks are then
+    /// stored uncompressed.
+    hurry: bool,
+    /// Queued jobs at which `hurry` is set.
+    hurry_at: usize,
 }
 
 impl Flusher {
@@ -194,6 +205,8 @@ impl Flusher {
             cursor: cfg.start,
             out: None,
             io: AlignedBuf::new(1 << 20),
+            hurry: false,
+            hurry_at: cfg.hurry_at,
         };
         let retry = cfg.retry_interval;
         let thread = std::thread::Builder::new()
@@ -223,6 +236,10 @@ fn run(state: &mut State, jobs: Receiver<FlushJob>, acks: Sender<FlushAck>, retr
     loop {
         match jobs.recv_timeout(tick) {
             Ok(job) => {
+                // Another full block already waiting means compression is
+                // not keeping up: store this job's chunks as they are so the
+                // writer never waits on the compressor (counted).
+                state.hurry = jobs.len() >= state.hurry_at;
                 let result = state.write_retrying(&job, retry);
                 let id = job.id;
                 drop(job);
@@ -356,6 +373,7 @@ impl State {
         }
         let mut o = (self.cursor - base) as usize;
         let (mut chunks, mut raw, mut chunk_bytes, mut frame_bytes) = (0u64, 0u64, 0u64, 0u64);
+        let mut hurried = 0u64;
         while o + HEADER_LEN <= block.len() {
             let h = match ChunkHeader::read(&block[o..]) {
                 Ok(Some(h)) => h,
@@ -370,9 +388,14 @@ impl State {
                 ));
             };
             self.body.clear();
-            let codec = self
-                .encoder
-                .encode(payload, h.first_ts, h.count, &mut self.body);
+            let codec = if self.hurry {
+                hurried += 1;
+                self.body.extend_from_slice(payload);
+                Codec::Stored
+            } else {
+                self.encoder
+                    .encode(payload, h.first_ts, h.count, &mut self.body)
+            };
             let Some(out) = self.out.as_mut() else {
                 return Err("no segment file to write to".into());
             };
@@ -396,6 +419,7 @@ impl State {
         let st = &self.status;
         st.chunks_written.fetch_add(chunks, Ordering::Relaxed);
         st.chunks_stored_raw.fetch_add(raw, Ordering::Relaxed);
+        st.chunks_raw_to_keep_up.fetch_add(hurried, Ordering::Relaxed);
         st.chunk_bytes.fetch_add(chunk_bytes, Ordering::Relaxed);
         st.frame_bytes.fetch_add(frame_bytes, Ordering::Relaxed);
         Ok(())

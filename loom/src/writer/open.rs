@@ -228,6 +228,7 @@ pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
         files: Arc::clone(&files),
         compression: config.compression_level,
         start: block_base,
+        hurry_at: config.store_raw_when_queued,
     });
     if flusher.thread.is_none() {
         return Err(Error::FlushFailed(
