@@ -181,6 +181,8 @@ struct State {
     hurry: bool,
     /// Queued jobs at which `hurry` is set.
     hurry_at: usize,
+    /// Whether chunks are compressed at all.
+    compressing: bool,
 }
 
 impl Flusher {
@@ -207,6 +209,7 @@ impl Flusher {
             io: AlignedBuf::new(1 << 20),
             hurry: false,
             hurry_at: cfg.hurry_at,
+            compressing: cfg.compression.is_some(),
         };
         let retry = cfg.retry_interval;
         let thread = std::thread::Builder::new()
@@ -239,7 +242,7 @@ fn run(state: &mut State, jobs: Receiver<FlushJob>, acks: Sender<FlushAck>, retr
                 // Another full block already waiting means compression is
                 // not keeping up: store this job's chunks as they are so the
                 // writer never waits on the compressor (counted).
-                state.hurry = jobs.len() >= state.hurry_at;
+                state.hurry = state.compressing && jobs.len() >= state.hurry_at;
                 let result = state.write_retrying(&job, retry);
                 let id = job.id;
                 drop(job);
@@ -419,7 +422,8 @@ impl State {
         let st = &self.status;
         st.chunks_written.fetch_add(chunks, Ordering::Relaxed);
         st.chunks_stored_raw.fetch_add(raw, Ordering::Relaxed);
-        st.chunks_raw_to_keep_up.fetch_add(hurried, Ordering::Relaxed);
+        st.chunks_raw_to_keep_up
+            .fetch_add(hurried, Ordering::Relaxed);
         st.chunk_bytes.fetch_add(chunk_bytes, Ordering::Relaxed);
         st.frame_bytes.fetch_add(frame_bytes, Ordering::Relaxed);
         Ok(())
