@@ -26,8 +26,11 @@ fn latency(b: &[u8]) -> u64 {
         .map_or(0, u64::from_le_bytes)
 }
 
+/// `(timestamp, bytes)` of a source's records.
+type Records = Vec<(u64, Vec<u8>)>;
+
 /// Every record of both sources up to record `n` (exclusive).
-fn expected(n: u64) -> [(SourceId, Vec<(u64, Vec<u8>)>); 2] {
+fn expected(n: u64) -> [(SourceId, Records); 2] {
     [
         (SCHEMA_SOURCE, (0..n).map(schema_record).collect()),
         (RAW_SOURCE, (0..n).map(raw_record).collect()),
