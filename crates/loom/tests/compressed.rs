@@ -90,7 +90,11 @@ fn record(shape: Shape, i: u64, rng: &mut rand::rngs::StdRng) -> Vec<u8> {
                 u32::MAX - (i % 2) as u32,
                 pick(i * 7 + rng.gen_range(0..3)),
                 i64::MIN + i as i64,
-                if i.is_multiple_of(2) { f64::NAN } else { -f64::MAX },
+                if i.is_multiple_of(2) {
+                    f64::NAN
+                } else {
+                    -f64::MAX
+                },
                 "x".repeat(rng.gen_range(0..300)),
             )
         }
