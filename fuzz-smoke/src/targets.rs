@@ -7,6 +7,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
+use crate::influxql_samples;
 use crate::mutate::{self, mutate};
 use crate::otlp_samples;
 use crate::rng::Rng;
@@ -25,17 +26,23 @@ pub enum Format {
     Segments,
     /// `otlp::fuzz::otlp_decode`: OTLP export request bodies.
     Otlp,
+    /// `influxql::fuzz::statement`: InfluxQL query text.
+    InfluxqlStatement,
+    /// `influxql::fuzz::query_request`: whole `/query` requests.
+    InfluxqlQuery,
     /// `loom::fuzz::decode_chunk`: one compressed chunk (frame).
     Chunks,
 }
 
 /// Names as given on the command line, in run order (the cargo-fuzz names).
-pub const ALL: [(&str, Format); 6] = [
+pub const ALL: [(&str, Format); 8] = [
     ("record_decode", Format::Records),
     ("wire_frame", Format::Frames),
     ("recording_file", Format::Recordings),
     ("open_segment", Format::Segments),
     ("otlp_decode", Format::Otlp),
+    ("influxql_statement", Format::InfluxqlStatement),
+    ("influxql_query", Format::InfluxqlQuery),
     ("decode_chunk", Format::Chunks),
 ];
 
@@ -64,6 +71,8 @@ impl Target {
             Format::Recordings => samples::recordings(rng, 32)?,
             Format::Segments => samples::segments(rng, 12)?,
             Format::Otlp => otlp_samples::inputs(rng, 64)?,
+            Format::InfluxqlStatement => influxql_samples::statements(rng, 256),
+            Format::InfluxqlQuery => influxql_samples::requests(rng, 256),
             Format::Chunks => (0..4)
                 .flat_map(|_| loom::fuzz::chunk_samples(rng.next_u64()))
                 .collect(),
@@ -109,6 +118,17 @@ impl Target {
         let base = &self.samples[rng.below(self.samples.len())];
         let other = &self.samples[rng.below(self.samples.len())];
         out.extend_from_slice(base);
+        if self.is_text() {
+            // Text: the grammar's tokens and repeats now and then, byte
+            // mutations otherwise, and sometimes the sample unchanged.
+            if rng.one_in(2) {
+                influxql_samples::mutate_text(rng, out);
+            }
+            if !rng.one_in(8) {
+                mutate(rng, out, other);
+            }
+            return;
+        }
         mutate(rng, out, other);
         if rng.one_in(4) {
             return;
@@ -122,9 +142,17 @@ impl Target {
                 mutate::reseal_segment(out, block);
             }
             // No checksums: protobuf and JSON are decoded as they are.
-            Format::Otlp => {}
+            Format::Otlp | Format::InfluxqlStatement | Format::InfluxqlQuery => {}
             Format::Chunks => mutate::reseal_chunk(out),
         }
+    }
+
+    /// Whether inputs are text of a grammar (InfluxQL).
+    fn is_text(&self) -> bool {
+        matches!(
+            self.format,
+            Format::InfluxqlStatement | Format::InfluxqlQuery
+        )
     }
 
     /// A valid recording header followed by well-formed, checksummed blocks
@@ -178,6 +206,8 @@ pub fn run_body(format: Format, scratch: &Path, input: &[u8]) -> io::Result<()> 
         Format::Recordings => telemetry::fuzz::recording_file(input),
         Format::Segments => loom::fuzz::open_segment(scratch, input)?,
         Format::Otlp => otlp::fuzz::otlp_decode(input),
+        Format::InfluxqlStatement => influxql::fuzz::statement(input),
+        Format::InfluxqlQuery => influxql::fuzz::query_request(input),
         Format::Chunks => loom::fuzz::decode_chunk(input),
     }
     Ok(())
