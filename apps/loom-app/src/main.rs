@@ -266,7 +266,7 @@ fn main() -> anyhow::Result<()> {
         })?;
     }
 
-    let (writer, end) = ingest
+    let (mut writer, end) = ingest
         .join()
         .map_err(|_| anyhow::anyhow!("the ingest thread panicked"))?;
     finished.store(true, Ordering::SeqCst);
@@ -343,11 +343,24 @@ fn main() -> anyhow::Result<()> {
     }
     drop(otlp_servers);
     drop(http_server);
+    // Persist first so the counters include the chunks sealed at close.
+    if let Err(e) = writer.persist() {
+        eprintln!("persist before close: {e}");
+    }
     let stats = writer.stats();
     writer.close().context("closing the store")?;
     println!(
         "store: {} records, {} chunks, {} blocks flushed, {} segments dropped by retention",
         stats.records, stats.chunks, stats.blocks_flushed, stats.segments_dropped
+    );
+    println!(
+        "store compression: {} chunks written, {} stored uncompressed ({} of them to keep up with ingest), {} bytes of chunks in {} bytes of frames (ratio {:.2})",
+        stats.chunks_written,
+        stats.chunks_stored_raw,
+        stats.chunks_raw_to_keep_up,
+        stats.chunk_bytes_written,
+        stats.frame_bytes_written,
+        stats.chunk_bytes_written as f64 / stats.frame_bytes_written.max(1) as f64
     );
     if let Some(t) = temp {
         if cli.keep_data {
