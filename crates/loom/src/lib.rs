@@ -59,7 +59,7 @@ pub use query::percentile_rank as nearest_rank;
 pub use query::{Aggregate, CountResult, IndexMode, ScanStats};
 pub use reader::Reader;
 pub use record_builder::{fixed_len, RecordBuilder};
-pub use schema::{FieldDef, FieldType, IndexDef, SourceSchema, Value};
+pub use schema::{find_field, FieldDef, FieldType, IndexDef, SourceSchema, Value};
 pub use snapshot::{IndexHeld, Snapshot, StorageUse};
 pub use source::{Extractor, RangeIndexSpec, RecordAddress, SourceHandle, SourceId};
 pub use storage::recovery::RecoveryReport;
