@@ -17,7 +17,7 @@ const INDEX_AT: usize = 7;
 
 fn schema() -> SourceSchema {
     let f = |name: &str, offset: usize, ty| FieldDef {
-        name: name.into(),
+        name: name.to_string().into(),
         offset: offset as u32,
         ty,
     };

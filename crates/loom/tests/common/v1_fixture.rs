@@ -17,7 +17,7 @@ pub const RECORDS: u64 = 3_000;
 /// The schema of [`SCHEMA_SOURCE`].
 pub fn schema() -> SourceSchema {
     let f = |name: &str, offset: u32, ty: FieldType| FieldDef {
-        name: name.into(),
+        name: name.to_string().into(),
         offset,
         ty,
     };
