@@ -333,12 +333,13 @@ fn main() -> anyhow::Result<()> {
     );
     if cli.machine_output {
         println!(
-            "STATS received={received} dropped={dropped} ingested={} not_stored={} bad_connections={} auth_refused={} series_refused={}",
+            "STATS received={received} dropped={dropped} ingested={} not_stored={} bad_connections={} auth_refused={} series_refused={} late={}",
             Counters::get(&c.records_ingested),
             Counters::get(&c.records_refused),
             Counters::get(&c.recv.bad_connections),
             Counters::get(&c.recv.auth_refused),
-            c.series.refused()
+            c.series.refused(),
+            Counters::get(&c.records_late)
         );
     }
     drop(otlp_servers);
