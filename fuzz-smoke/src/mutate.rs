@@ -172,9 +172,18 @@ pub fn recording_block(arrival_us: u64, count: u32, payload: &[u8]) -> Vec<u8> {
     b
 }
 
-/// Recomputes the CRC of every chunk found walking each block of a segment
-/// the way recovery does (header, declared length, padded to 8 bytes).
+/// Recomputes the checksums of a segment file: the CRC of every frame of a
+/// compressed (`LOOMSEG2`) segment, walking frames from the file header as
+/// recovery does, or of every chunk found walking each block of an
+/// uncompressed one (header, declared length, padded to 8 bytes).
 pub fn reseal_segment(b: &mut [u8], block_size: usize) {
+    if b.starts_with(b"LOOMSEG2") {
+        let mut o = 16;
+        while let Some(len) = reseal_frame(b, o) {
+            o += (len + 7) & !7;
+        }
+        return;
+    }
     const HEADER: usize = 48;
     let mut block = 0;
     while block < b.len() {
@@ -191,6 +200,27 @@ pub fn reseal_segment(b: &mut [u8], block_size: usize) {
             o += (len + 7) & !7;
         }
         block += block_size;
+    }
+}
+
+/// Recomputes the CRC of the frame at `o` (bytes 0..64 and the body, stored
+/// at 64); returns the frame's length, `None` when no whole frame is there.
+fn reseal_frame(b: &mut [u8], o: usize) -> Option<usize> {
+    const HEADER: usize = loom::fuzz::chunk_input::FRAME_HEADER;
+    let body = u32_at(b, o + 4)? as usize;
+    let len = HEADER.checked_add(body)?;
+    if u32_at(b, o)? == 0 || o.checked_add(len)? > b.len() {
+        return None;
+    }
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&b[o..o + 64]), &b[o + HEADER..o + len]);
+    put_u32(b, o + 64, crc);
+    Some(len)
+}
+
+/// Re-seals a `decode_chunk` input holding a stored frame.
+pub fn reseal_chunk(b: &mut [u8]) {
+    if b.first() == Some(&loom::fuzz::chunk_input::FRAME) {
+        reseal_frame(b, 1);
     }
 }
 
@@ -262,11 +292,31 @@ mod tests {
     }
 
     #[test]
+    fn resealed_chunks_pass_the_frame_checksum() {
+        for mut c in loom::fuzz::chunk_samples(5) {
+            if c[0] != loom::fuzz::chunk_input::FRAME {
+                continue;
+            }
+            // The body's first byte.
+            c[1 + 72] ^= 0x10;
+            let crc_at = 1 + 64;
+            let before = c[crc_at..crc_at + 4].to_vec();
+            reseal_chunk(&mut c);
+            assert_ne!(
+                c[crc_at..crc_at + 4],
+                before[..],
+                "the checksum was recomputed"
+            );
+            loom::fuzz::decode_chunk(&c);
+        }
+    }
+
+    #[test]
     fn resealed_segments_pass_the_checksums() {
         let mut rng = SplitMix64::new(3);
         let block = loom::fuzz::segment_config().block_size;
         for mut seg in samples::segments(&mut rng, 6).expect("samples") {
-            // A byte of the first chunk's payload.
+            // A byte of the first frame's header (its first timestamp).
             seg[48] ^= 0x01;
             let report = |seg: &[u8]| {
                 let dir = tempfile::tempdir().expect("temp dir");

@@ -30,10 +30,12 @@ pub enum Format {
     InfluxqlStatement,
     /// `influxql::fuzz::query_request`: whole `/query` requests.
     InfluxqlQuery,
+    /// `loom::fuzz::decode_chunk`: one compressed chunk (frame).
+    Chunks,
 }
 
 /// Names as given on the command line, in run order (the cargo-fuzz names).
-pub const ALL: [(&str, Format); 7] = [
+pub const ALL: [(&str, Format); 8] = [
     ("record_decode", Format::Records),
     ("wire_frame", Format::Frames),
     ("recording_file", Format::Recordings),
@@ -41,6 +43,7 @@ pub const ALL: [(&str, Format); 7] = [
     ("otlp_decode", Format::Otlp),
     ("influxql_statement", Format::InfluxqlStatement),
     ("influxql_query", Format::InfluxqlQuery),
+    ("decode_chunk", Format::Chunks),
 ];
 
 /// Finds a target by name.
@@ -70,6 +73,9 @@ impl Target {
             Format::Otlp => otlp_samples::inputs(rng, 64)?,
             Format::InfluxqlStatement => influxql_samples::statements(rng, 256),
             Format::InfluxqlQuery => influxql_samples::requests(rng, 256),
+            Format::Chunks => (0..4)
+                .flat_map(|_| loom::fuzz::chunk_samples(rng.next_u64()))
+                .collect(),
         };
         let payloads = samples::payloads(rng, 32)
             .into_iter()
@@ -137,6 +143,7 @@ impl Target {
             }
             // No checksums: protobuf and JSON are decoded as they are.
             Format::Otlp | Format::InfluxqlStatement | Format::InfluxqlQuery => {}
+            Format::Chunks => mutate::reseal_chunk(out),
         }
     }
 
@@ -201,6 +208,7 @@ pub fn run_body(format: Format, scratch: &Path, input: &[u8]) -> io::Result<()> 
         Format::Otlp => otlp::fuzz::otlp_decode(input),
         Format::InfluxqlStatement => influxql::fuzz::statement(input),
         Format::InfluxqlQuery => influxql::fuzz::query_request(input),
+        Format::Chunks => loom::fuzz::decode_chunk(input),
     }
     Ok(())
 }
