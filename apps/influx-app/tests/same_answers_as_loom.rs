@@ -11,9 +11,8 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::Command;
 
-use common::{influxd_binary, line_fields, runtime, App, Influxd};
+use common::{client, influxd_binary, line_fields, runtime, App, Influxd};
 use influx_app::client::value_u64;
 use influx_app::queries::influx_percentile_index;
 use replay::gen::{generate_file, GenConfig, Phase};
@@ -109,39 +108,41 @@ fn influxd_answers_equal_loom_app_and_brute_force() {
     // rank rule, so both systems must agree exactly for any count.
 
     let influxd = Influxd::start(&bin, &dir.path().join("influxd"));
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_influx-app"));
-    cmd.args([
-        "--addr",
-        "127.0.0.1:0",
+    let window = format!("{T0},{T1}");
+    let questions = format!("{QUERIES},valkey-p1,valkey-p2,valkey-p3");
+    let app = App::influx_app([
         "--influx-url",
         &influxd.url,
         "--db",
         "cmp",
-    ])
-    .args([
         "--complete-data",
         "--timestamps",
         "event",
         "--event-offset-us",
         "0",
-    ])
-    .args(["--influx-connections", "2", "--batch-size", "2000"])
-    .args([
+        "--influx-connections",
+        "2",
+        "--batch-size",
+        "2000",
         "--query",
-        &format!("{QUERIES},valkey-p1,valkey-p2,valkey-p3"),
-    ])
-    .args(["--query-at-end", "--query-window-us", &format!("{T0},{T1}")])
-    .args(["--stop-after-connections", "2", "--machine-output"]);
-    let app = App::spawn(cmd);
+        &questions,
+        "--query-at-end",
+        "--query-window-us",
+        &window,
+        "--stop-after-connections",
+        "2",
+        "--machine-output",
+    ]);
     {
-        let mut garbage = TcpStream::connect(app.addr()).expect("connect");
+        let mut garbage = TcpStream::connect(app.tcp()).expect("connect");
         // The app may close before reading everything; a failed write is fine.
         let _ = garbage.write_all(&[0xAB; 4096]);
         let _ = garbage.shutdown(std::net::Shutdown::Write);
         let _ = garbage.read_to_end(&mut Vec::new());
     }
-    assert_eq!(replay_into(&app.addr(), &rec), truth.total);
-    let (ok, influx, err) = app.wait();
+    assert_eq!(replay_into(&app.tcp(), &rec), truth.total);
+    let end = app.wait();
+    let (ok, influx, err) = (end.success(), end.lines, end.stderr);
     let all = influx.join("\n");
     assert!(ok, "influx-app failed:\n{all}\n{err}");
     let stats = line_fields(&influx, "STATS ");
@@ -153,24 +154,28 @@ fn influxd_answers_equal_loom_app_and_brute_force() {
     assert!(all.contains("Backlog written: "), "{all}");
 
     let store = dir.path().join("loom-store");
-    let mut cmd = Command::new(common::loom_app_binary());
-    cmd.args([
-        "--addr",
-        "127.0.0.1:0",
+    let store_arg = store.display().to_string();
+    let app = App::loom_app([
         "--timestamps",
         "event",
         "--event-offset-us",
         "0",
         "--query",
         QUERIES,
-    ])
-    .args(["--query-at-end", "--query-window-us", &format!("{T0},{T1}")])
-    .args(["--stop-after-connections", "1", "--machine-output"])
-    .args(["--queue-capacity", "1000000", "--loom-path"])
-    .arg(&store);
-    let app = App::spawn(cmd);
-    assert_eq!(replay_into(&app.addr(), &rec), truth.total);
-    let (ok, loom, err) = app.wait();
+        "--query-at-end",
+        "--query-window-us",
+        &window,
+        "--stop-after-connections",
+        "1",
+        "--machine-output",
+        "--queue-capacity",
+        "1000000",
+        "--loom-path",
+        &store_arg,
+    ]);
+    assert_eq!(replay_into(&app.tcp(), &rec), truth.total);
+    let end = app.wait();
+    let (ok, loom, err) = (end.success(), end.lines, end.stderr);
     assert!(ok, "loom-app failed:\n{}\n{err}", loom.join("\n"));
 
     // Phase questions: influxd == loom-app == brute force.
@@ -242,7 +247,7 @@ fn influxd_answers_equal_loom_app_and_brute_force() {
         (last_s + 1) * 1_000_000_000
     );
     let tables = runtime()
-        .block_on(influxd.client("cmp").query(&statement))
+        .block_on(client(&influxd, "cmp").query(&statement))
         .expect("group by query");
     let t = &tables[0];
     assert_eq!(t.rows.len() as u64, last_s + 1, "{t:?}");

@@ -9,8 +9,10 @@ use endpoint::output::parse_window;
 use crate::ingest::TimestampMode;
 use crate::queries::Query;
 
-/// Receive telemetry over TCP and store it in Loom.
-#[derive(Parser, Debug)]
+/// Receive telemetry over TCP and store it in Loom: every setting of
+/// `loom-app`, the flags (`Cli::parse`) or built in code from
+/// `Cli::default()` (the flags' defaults); the library calls it `Config`.
+#[derive(Parser, Debug, Clone)]
 #[command(
     name = "loom-app",
     about = "Receive telemetry over TCP and store it in Loom"
@@ -106,6 +108,12 @@ pub struct Cli {
     /// Also print `ANSWER ...` lines for scripts and tests.
     #[arg(long)]
     pub machine_output: bool,
+    /// Once every listener is bound, write `{"pid":…, "tcp":"ip:port",
+    /// "http":…, "otlp_grpc":…, "otlp_http":…}` here (`null` for one that
+    /// is off; written to a temporary file and renamed), so a supervisor or
+    /// a test can pass port 0 everywhere and learn the ports.
+    #[arg(long, value_name = "PATH")]
+    pub ready_file: Option<PathBuf>,
     /// Messages the ingest queue holds before receivers drop (a message is the frames that
     /// arrived together on one connection, up to 256 KiB).
     #[arg(long, default_value_t = 4096)]
@@ -214,6 +222,13 @@ pub struct Cli {
     /// Threads serving OTLP requests (decoding and converting them).
     #[arg(long, default_value_t = 2)]
     pub otlp_threads: usize,
+}
+
+impl Default for Cli {
+    /// Every flag at its default (what a plain `loom-app` runs with).
+    fn default() -> Self {
+        Cli::parse_from(["loom-app"])
+    }
 }
 
 impl Cli {

@@ -1,23 +1,35 @@
 //! The progress line, once per report interval.
 
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::counters::Counters;
-use endpoint::output::sleep_unless;
 
 /// Prints `Records received: r, dropped: d, total received R dropped D,
-/// not stored n, late m, otlp accepted a rejected j throttled t` every
-/// `interval` until `finished` (the first part is what `figures/` parses;
-/// `not stored` counts records the engine refused, `late` records refused
+/// not stored n, late m, otlp accepted a rejected j throttled t` once per
+/// [`Progress::print`] (the first part is what `figures/` parses; `not
+/// stored` counts records the engine refused, `late` records refused
 /// because they were older than their source's newest stored record; the
 /// OTLP counts are items acknowledged and refused in partial-success
 /// responses, and requests told to retry later; `received` includes every
-/// OTLP item received).
-pub fn run(counters: Arc<Counters>, finished: Arc<AtomicBool>, interval: Duration) {
-    let mut last = [0u64; 7];
-    while sleep_unless(&finished, interval) {
+/// OTLP item received). Interval values are since the previous line.
+pub struct Progress {
+    counters: Arc<Counters>,
+    last: [u64; 7],
+}
+
+impl Progress {
+    /// Counts from zero (the app's start).
+    pub fn new(counters: Arc<Counters>) -> Self {
+        Progress {
+            counters,
+            last: [0; 7],
+        }
+    }
+
+    /// Prints one progress line.
+    pub fn print(&mut self) {
+        let counters = &self.counters;
+        let last = self.last;
         let now = [
             Counters::get(&counters.recv.records_received),
             Counters::get(&counters.recv.records_dropped),
@@ -39,6 +51,6 @@ pub fn run(counters: Arc<Counters>, finished: Arc<AtomicBool>, interval: Duratio
             now[5] - last[5],
             now[6] - last[6]
         );
-        last = now;
+        self.last = now;
     }
 }

@@ -19,9 +19,13 @@
 //! - [`series_limit`]: the one bound on series shared by every way in.
 //! - [`tls`]: rustls on the stream, for receivers (certificate and key)
 //!   and senders (the CA to trust), so every app and sender shares one setup.
+//! - [`app`]: the skeleton both apps share: the Ctrl-C stop flag, named
+//!   threads, the progress-line loop, the periodic questions over the
+//!   phase window, the `Final` line's drop percentage, the ready file.
 //! - [`output`]: answer lines, `--query-window-us` parsing and the
 //!   interruptible sleep of the reporter and query threads.
 
+pub mod app;
 pub mod counters;
 pub mod durable;
 pub mod output;
@@ -31,10 +35,11 @@ pub mod series_limit;
 pub mod session;
 pub mod tls;
 
+pub use app::Stop;
 pub use counters::Counters;
 pub use durable::{DurableMark, NotDurable};
 pub use pool::BufferPool;
-pub use receive::{listen, Frames, Message, ReceiveConfig, Segment};
+pub use receive::{listen, listen_until, Frames, Message, ReceiveConfig, Segment};
 pub use series_limit::SeriesLimit;
 pub use session::SeriesContext;
 pub use tls::{ClientStream, ClientTls, ServerTls, TlsError};

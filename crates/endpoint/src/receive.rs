@@ -24,7 +24,7 @@
 
 use std::io::{BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -197,7 +197,24 @@ pub fn listen<M: Message>(
     pool: BufferPool,
     cfg: ReceiveConfig,
 ) {
+    listen_until(listener, tx, counters, pool, cfg, &AtomicBool::new(false))
+}
+
+/// [`listen`] until `stop` is set: the loop checks it after every accept,
+/// so whoever sets it then connects once to wake the listener up (that
+/// connection is closed unread). Connections already accepted go on.
+pub fn listen_until<M: Message>(
+    listener: TcpListener,
+    tx: Sender<M>,
+    counters: Arc<Counters>,
+    pool: BufferPool,
+    cfg: ReceiveConfig,
+    stop: &AtomicBool,
+) {
     for conn in listener.incoming() {
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
         match conn {
             Ok(stream) => {
                 let id = counters.connections.fetch_add(1, Ordering::Relaxed) + 1;

@@ -27,8 +27,6 @@ use anyhow::Context;
 pub use intake::{AckMode, Acks, Intake};
 pub use stage::OtlpStage;
 
-use crate::cli::Cli;
-
 /// Where OTLP/gRPC listens unless `--otlp-grpc` says otherwise.
 pub const DEFAULT_GRPC_ADDR: &str = "127.0.0.1:4317";
 /// Where OTLP/HTTP listens unless `--otlp-http` says otherwise.
@@ -84,21 +82,33 @@ fn bind(
     }
 }
 
-/// Starts the servers the flags ask for; `None` when both are off.
+/// Where the OTLP servers listen (`--otlp-grpc`, `--otlp-http`: an
+/// address, `off`, or `None` for the default) and how many threads serve
+/// them (`--otlp-threads`).
+pub struct Listen<'a> {
+    /// `--otlp-grpc`.
+    pub grpc: Option<&'a str>,
+    /// `--otlp-http`.
+    pub http: Option<&'a str>,
+    /// `--otlp-threads`.
+    pub threads: usize,
+}
+
+/// Starts the servers `listen` asks for; `None` when both are off.
 pub fn start(
-    cli: &Cli,
+    listen: &Listen<'_>,
     intake: Arc<Intake>,
     token: Option<&str>,
 ) -> anyhow::Result<Option<Servers>> {
     let grpc = bind(
         "--otlp-grpc",
-        cli.otlp_grpc.as_deref(),
+        listen.grpc,
         DEFAULT_GRPC_ADDR,
         token.is_some(),
     )?;
     let http = bind(
         "--otlp-http",
-        cli.otlp_http.as_deref(),
+        listen.http,
         DEFAULT_HTTP_ADDR,
         token.is_some(),
     )?;
@@ -106,7 +116,7 @@ pub fn start(
         return Ok(None);
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(cli.otlp_threads)
+        .worker_threads(listen.threads)
         .thread_name("otlp")
         .enable_all()
         .build()

@@ -1,0 +1,303 @@
+//! Starting loom-app: open the store, bind every listener, start the
+//! threads (listener, ingest, report, periodic questions) and the HTTP and
+//! OTLP servers, then write the ready file. What a [`Running`] app does
+//! until it ends is in `running.rs`.
+
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use endpoint::app::{spawn, spawn_periodic, spawn_reporter, Periodic, Stop};
+
+use crate::cli::Cli;
+use crate::counters::Counters;
+use crate::ingest::{self, epoch_us, IngestConfig, TimestampMode};
+use crate::intake_log::IntakeLog;
+use crate::otlp_ingest;
+use crate::queries::Query;
+use crate::running::{Parts, Running, Threads};
+use crate::schedule::{print_answer, ABLATION_MARGIN_US, ABLATION_WINDOW_US};
+use crate::{http, receive, report, store};
+
+/// Idle payload buffers kept for the receivers.
+const RECYCLED_BUFFERS: usize = 64;
+
+/// loom-app as a library: [`App::start`] a [`crate::Config`], get a
+/// [`Running`] app with its bound addresses.
+pub struct App;
+
+impl App {
+    /// Starts loom-app as `config` says, with a stop flag of its own (see
+    /// [`Running::stop`]). Prints what the binary prints (the listening
+    /// lines, progress lines, answers).
+    pub fn start(config: Cli) -> anyhow::Result<Running> {
+        App::start_with(config, Stop::new())
+    }
+
+    /// [`App::start`] with a stop flag made before (the binary sets it on
+    /// Ctrl-C from before it listens).
+    pub fn start_with(cli: Cli, stop: Stop) -> anyhow::Result<Running> {
+        cli.validate()?;
+        let store::Store {
+            writer,
+            reader,
+            dir,
+            temp,
+        } = store::open(&cli)?;
+        let resume_after_us = reader
+            .sources()
+            .into_iter()
+            .filter_map(|id| reader.latest_timestamp(id))
+            .max()
+            .unwrap_or(0);
+        let token = http::auth_token(&cli)?;
+        stream_addr_allowed(&cli.addr, token.is_some())?;
+        let tls = match (&cli.tls_cert, &cli.tls_key) {
+            (Some(cert), Some(key)) => Some(endpoint::ServerTls::from_pem_files(cert, key)?),
+            _ => None,
+        };
+        let listener =
+            TcpListener::bind(&cli.addr).with_context(|| format!("listening on {}", cli.addr))?;
+        let tcp = listener
+            .local_addr()
+            .with_context(|| format!("listening on {}", cli.addr))?;
+        println!(
+            "loom-app listening on {tcp}, store {}, queries {:?}, timestamps {:?}",
+            dir.display(),
+            cli.query.iter().map(|q| q.name()).collect::<Vec<_>>(),
+            cli.timestamps
+        );
+        if let Some(cert) = &cli.tls_cert {
+            println!("TCP ingest is TLS only (certificate {})", cert.display());
+        }
+
+        let http_server = http::start(&cli, reader.clone())?;
+        let start = Instant::now();
+        let series = Arc::new(endpoint::SeriesLimit::new(cli.max_series));
+        let counters = Arc::new(Counters {
+            series: series.clone(),
+            ..Counters::default()
+        });
+        let (tx, rx) = crossbeam_channel::bounded::<receive::Msg>(cli.queue_capacity);
+        let recv_cfg = endpoint::ReceiveConfig {
+            max_queued_bytes: cli.queue_max_bytes,
+            auth_token: token.clone(),
+            receiver_name: format!("loom-app {}", env!("CARGO_PKG_VERSION")),
+            tls,
+            ..endpoint::ReceiveConfig::new(cli.max_payload_bytes)
+        };
+        // Enough idle buffers for every receiver's next group while ingest keeps up.
+        let pool = endpoint::BufferPool::new(RECYCLED_BUFFERS, recv_cfg.group_bytes + (64 << 10));
+        let snap = reader.snapshot();
+        let schemas = snap.schemas();
+        series.count_existing(schemas.len() as u64);
+        let registry = Arc::new(otlp::Registry::with_limit(
+            series.clone(),
+            schemas.into_iter().map(|(id, s)| (id.0, s)),
+        ));
+        drop(snap);
+        let otlp_stage = otlp_ingest::OtlpStage::new(
+            registry.clone(),
+            cli.otlp_reorder_window_ms.saturating_mul(1000),
+        );
+        let mark = Arc::new(endpoint::DurableMark::new());
+        // The intake log is opened before the servers: what an earlier run
+        // acknowledged and did not store yet is stored first.
+        let intake_log = match cli.otlp_ack {
+            otlp_ingest::AckMode::Durable => Some(
+                IntakeLog::open(&dir.join("otlp-intake"), mark.clone())
+                    .context("opening the OTLP intake log")?,
+            ),
+            otlp_ingest::AckMode::Queued => None,
+        };
+        let intake = Arc::new(otlp_ingest::Intake::new(
+            registry,
+            otlp::Config {
+                max_record_bytes: writer.max_record_size(),
+                ..otlp::Config::default()
+            },
+            tx.clone(),
+            counters.clone(),
+            token.clone(),
+            (
+                cli.otlp_max_body_bytes,
+                Duration::from_millis(cli.otlp_read_timeout_ms),
+            ),
+            otlp_ingest::Acks {
+                mode: cli.otlp_ack,
+                timeout: Duration::from_millis(cli.otlp_ack_timeout_ms),
+                mark,
+            },
+        ));
+        let otlp_listen = otlp_ingest::Listen {
+            grpc: cli.otlp_grpc.as_deref(),
+            http: cli.otlp_http.as_deref(),
+            threads: cli.otlp_threads,
+        };
+        let otlp_servers = otlp_ingest::start(&otlp_listen, intake, token.as_deref())?;
+        let listener_stop = Arc::new(AtomicBool::new(false));
+        {
+            let (recv, pool, stop) = (counters.recv.clone(), pool.clone(), listener_stop.clone());
+            spawn("listener", move || {
+                endpoint::listen_until(listener, tx, recv, pool, recv_cfg, &stop)
+            })
+            .context("starting the listener thread")?;
+        }
+
+        let plan = Plan::of(&cli);
+        let ingest = {
+            let (counters, shutdown) = (counters.clone(), stop.flag());
+            let cfg = IngestConfig {
+                timestamps: cli.timestamps,
+                event_offset_us: cli.event_offset_us,
+                reorder_window_us: cli.reorder_window_ms.saturating_mul(1000),
+                resume_after_us,
+                sync_interval: Duration::from_millis(cli.sync_interval_ms),
+                persist_interval: Duration::from_millis(cli.persist_interval_ms),
+                stop_after_connections: cli.stop_after_connections,
+                stop_after_data_us: plan.stop_after_data_us,
+            };
+            spawn("ingest", move || {
+                ingest::run(
+                    writer,
+                    rx,
+                    pool,
+                    counters,
+                    shutdown,
+                    (cfg, otlp_stage, intake_log),
+                )
+            })
+            .context("starting the ingest thread")?
+        };
+        let finished = Arc::new(AtomicBool::new(false));
+        let threads = Threads {
+            ingest,
+            report: start_reporter(&cli, &counters, &finished)?,
+            query: start_questions(&cli, plan.periodic, &reader, &counters, &finished)?,
+            listener_stop,
+        };
+        let running = Running::new(
+            tcp,
+            Parts {
+                stop,
+                http: http_server,
+                otlp: otlp_servers,
+                threads,
+                reader,
+                counters,
+                finished,
+                start,
+                dir,
+                temp,
+                ablation: plan.ablation,
+                cli,
+            },
+        );
+        running.write_ready_file()?;
+        Ok(running)
+    }
+}
+
+/// Which questions run when, from the flags.
+struct Plan {
+    /// Ablation questions, asked after the cut-off.
+    ablation: Vec<Query>,
+    /// Questions asked every `--query-interval-s`.
+    periodic: Vec<Query>,
+    /// Ablation: the data time after which ingest stops.
+    stop_after_data_us: Option<u64>,
+}
+
+impl Plan {
+    fn of(cli: &Cli) -> Plan {
+        let ablation: Vec<Query> = cli
+            .query
+            .iter()
+            .copied()
+            .filter(|q| q.is_ablation())
+            .collect();
+        let periodic: Vec<Query> = cli
+            .query
+            .iter()
+            .copied()
+            .filter(|q| !q.is_ablation() && *q != Query::ProbeEffect)
+            .collect();
+        let lookback_us = cli.ablation_lookback * 1_000_000;
+        let stop_after_data_us = (!ablation.is_empty() && !cli.query_at_end)
+            .then_some(ABLATION_WINDOW_US + lookback_us + ABLATION_MARGIN_US);
+        if let Some(cut) = stop_after_data_us {
+            println!(
+                "ablation: ingesting until {:.0} s of data, then counting KV reads > 80 µs in the 120 s window ending {} s before",
+                cut as f64 / 1e6,
+                cli.ablation_lookback + 5
+            );
+        }
+        Plan {
+            ablation,
+            periodic,
+            stop_after_data_us,
+        }
+    }
+}
+
+/// Refuses a telemetry-stream address that other hosts can reach unless a
+/// token guards it.
+fn stream_addr_allowed(addr: &str, token: bool) -> anyhow::Result<()> {
+    use std::net::ToSocketAddrs;
+    let addrs: Vec<SocketAddr> = addr
+        .to_socket_addrs()
+        .with_context(|| format!("--addr {addr}"))?
+        .collect();
+    anyhow::ensure!(
+        token || addrs.iter().all(|a| a.ip().is_loopback()),
+        "--addr {addr}: a non-loopback address needs --auth-token-file (senders present the token in their HELLO)"
+    );
+    Ok(())
+}
+
+/// The progress line every `--report-interval-s` (`report::line`).
+fn start_reporter(
+    cli: &Cli,
+    counters: &Arc<Counters>,
+    finished: &Arc<AtomicBool>,
+) -> anyhow::Result<std::thread::JoinHandle<()>> {
+    let mut progress = report::Progress::new(counters.clone());
+    let interval = Duration::from_secs_f64(cli.report_interval_s);
+    spawn_reporter(finished.clone(), interval, move |_| progress.print())
+        .context("starting the report thread")
+}
+
+/// The periodic questions over [now − 80 s, now − 20 s], where now is the
+/// wall clock (arrival times) or the newest stored record (event times);
+/// none with `--query-at-end` or when no question is periodic.
+fn start_questions(
+    cli: &Cli,
+    periodic: Vec<Query>,
+    reader: &loom::Reader,
+    counters: &Arc<Counters>,
+    finished: &Arc<AtomicBool>,
+) -> anyhow::Result<Option<std::thread::JoinHandle<()>>> {
+    if cli.query_at_end || periodic.is_empty() {
+        return Ok(None);
+    }
+    let p = Periodic {
+        interval: Duration::from_secs_f64(cli.query_interval_s),
+        count: cli.query_count,
+    };
+    let (reader, counters) = (reader.clone(), counters.clone());
+    let (timestamps, machine) = (cli.timestamps, cli.machine_output);
+    let now = move || match timestamps {
+        TimestampMode::Arrival => epoch_us(),
+        TimestampMode::Event => Counters::get(&counters.now_us),
+    };
+    let ask = move |t0, t1| {
+        for &q in &periodic {
+            print_answer(&reader, q, t0, t1, machine);
+        }
+    };
+    spawn_periodic(finished.clone(), p, now, ask)
+        .map(Some)
+        .context("starting the query thread")
+}
