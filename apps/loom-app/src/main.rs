@@ -139,11 +139,17 @@ fn main() -> anyhow::Result<()> {
     });
     let finished = Arc::new(AtomicBool::new(false));
     let (tx, rx) = crossbeam_channel::bounded::<receive::Msg>(cli.queue_capacity);
+    // Durable marks of acknowledged TCP senders (wire protocol version 2).
+    let acked_senders = Arc::new(
+        endpoint::AckBook::open(&dir.join("acked-senders"))
+            .context("opening the acknowledged senders' marks")?,
+    );
     let recv_cfg = endpoint::ReceiveConfig {
         max_queued_bytes: cli.queue_max_bytes,
         auth_token: token.clone(),
         receiver_name: format!("loom-app {}", env!("CARGO_PKG_VERSION")),
         tls,
+        acks: Some(acked_senders.clone()),
         ..endpoint::ReceiveConfig::new(cli.max_payload_bytes)
     };
     // Enough idle buffers for every receiver's next group while ingest keeps up.
@@ -232,6 +238,8 @@ fn main() -> anyhow::Result<()> {
             persist_interval: Duration::from_millis(cli.persist_interval_ms),
             stop_after_connections: cli.stop_after_connections,
             stop_after_data_us,
+            acks: Some(acked_senders),
+            ack_interval: Duration::from_millis(cli.ack_interval_ms),
         };
         std::thread::Builder::new()
             .name("ingest".into())
@@ -304,7 +312,7 @@ fn main() -> anyhow::Result<()> {
     let received = Counters::get(&c.recv.records_received);
     let dropped = Counters::get(&c.recv.records_dropped);
     println!(
-        "Final: records received {received}, dropped {dropped} ({:.3} %), ingested {}, not stored {}, not ingested after ingest stopped {}, batches received {} dropped {}, connections {} (bad {}, refused for their token {}), series {} of at most {} (refused {}), late refused {}, persists failed {}, data time {:.3} s, wall {:.3} s",
+        "Final: records received {received}, dropped {dropped} ({:.3} %), ingested {}, not stored {}, not ingested after ingest stopped {}, batches received {} dropped {}, connections {} (bad {}, refused for their token {}), series {} of at most {} (refused {}), late refused {}, duplicates {} (resent and stored once), persists failed {}, data time {:.3} s, wall {:.3} s",
         if received > 0 { dropped as f64 * 100.0 / received as f64 } else { 0.0 },
         Counters::get(&c.records_ingested),
         Counters::get(&c.records_refused),
@@ -318,6 +326,7 @@ fn main() -> anyhow::Result<()> {
         c.series.max(),
         c.series.refused(),
         Counters::get(&c.records_late),
+        Counters::get(&c.recv.duplicate_records) + Counters::get(&c.records_duplicate),
         Counters::get(&c.persist_failures),
         now.saturating_sub(first) as f64 / 1e6,
         start.elapsed().as_secs_f64()
@@ -333,13 +342,14 @@ fn main() -> anyhow::Result<()> {
     );
     if cli.machine_output {
         println!(
-            "STATS received={received} dropped={dropped} ingested={} not_stored={} bad_connections={} auth_refused={} series_refused={} late={}",
+            "STATS received={received} dropped={dropped} ingested={} not_stored={} bad_connections={} auth_refused={} series_refused={} late={} duplicates={}",
             Counters::get(&c.records_ingested),
             Counters::get(&c.records_refused),
             Counters::get(&c.recv.bad_connections),
             Counters::get(&c.recv.auth_refused),
             c.series.refused(),
-            Counters::get(&c.records_late)
+            Counters::get(&c.records_late),
+            Counters::get(&c.recv.duplicate_records) + Counters::get(&c.records_duplicate)
         );
     }
     drop(otlp_servers);
