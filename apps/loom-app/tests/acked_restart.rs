@@ -34,7 +34,13 @@ fn start_app(store: &Path, addr: &str) -> (Child, mpsc::Receiver<String>) {
         .arg("--loom-path")
         .arg(store)
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(store.with_extension("log"))
+                .expect("log file"),
+        )
         .spawn()
         .expect("spawn loom-app");
     let stdout = child.stdout.take().expect("stdout");
@@ -138,7 +144,10 @@ fn acked_replay_survives_ten_sigkills_exactly_once_at_own_times() {
     let rec = recording(dir.path(), 30_000.0, 16.0, 5);
     let store = dir.path().join("store");
     let addr = free_addr();
-    let (mut app, _) = start_app(&store, &addr);
+    // The apps' stdout readers stay alive (a closed pipe would fail their prints).
+    let mut outputs = Vec::new();
+    let (mut app, lines) = start_app(&store, &addr);
+    outputs.push(lines);
 
     let cfg = ReplayConfig {
         file_path: rec.clone(),
@@ -194,7 +203,9 @@ fn acked_replay_survives_ten_sigkills_exactly_once_at_own_times() {
         app.kill().expect("SIGKILL loom-app");
         app.wait().expect("reap");
         println!("kill {} after {wait_ms} ms", k + 1);
-        (app, _) = start_app(&store, &addr);
+        let lines;
+        (app, lines) = start_app(&store, &addr);
+        outputs.push(lines);
     }
     let summary = replay
         .join()
@@ -209,8 +220,20 @@ fn acked_replay_survives_ten_sigkills_exactly_once_at_own_times() {
         .status()
         .expect("kill -INT");
     let status = app.wait().expect("wait");
-    assert!(status.success(), "{status}");
+    let log = std::fs::read_to_string(store.with_extension("log")).unwrap_or_default();
+    let tail: Vec<&str> = log.lines().rev().take(30).collect();
+    assert!(
+        status.success(),
+        "{status}; log tail (newest first):\n{}",
+        tail.join("\n")
+    );
 
+    if let Some(stats) = outputs
+        .last()
+        .and_then(|rx| rx.try_iter().find(|l| l.starts_with("STATS ")))
+    {
+        println!("last run: {stats}");
+    }
     let want = expected(&rec, offset, &telemetry::wire::sender::hostname());
     let got = stored(&store);
     assert_eq!(
