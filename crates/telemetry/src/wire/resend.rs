@@ -422,7 +422,7 @@ impl ResendingSender {
         let n = self.stats.connections.fetch_add(1, Ordering::Relaxed) + 1;
         self.last_error = None;
         log::info!(
-            "connected to {} (connection {n}): durable through {}, {} frames sent again",
+            "connected to {} (connection {n}): durable through {}, {resent} frames sent again, {} kept",
             welcome.receiver,
             welcome.durable_seq,
             self.kept.len()
