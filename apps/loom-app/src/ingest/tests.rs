@@ -1,4 +1,7 @@
+//! The ingest thread on a real store: arrival-mode order, late records refused, the event offset.
+
 use super::*;
+use endpoint::Frames;
 
 fn config() -> IngestConfig {
     IngestConfig {
