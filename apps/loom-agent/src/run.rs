@@ -87,13 +87,33 @@ fn identity(cli: &Cli) -> Result<Identity, AgentError> {
         None => String::new(),
     };
     let host = cli.host.clone().unwrap_or_else(wire_sender::hostname);
+    // The CA file is read at start, so a bad one fails at once.
+    let tls = match &cli.tls_ca {
+        None => None,
+        Some(ca) => {
+            let t = endpoint::ClientTls::from_ca_file(ca)
+                .map_err(|e| AgentError::Config(e.to_string()))?;
+            let name = cli
+                .tls_server_name
+                .clone()
+                .unwrap_or_else(|| host_of(&cli.to).to_string());
+            Some((t, name))
+        }
+    };
     let machine = std::fs::read_to_string("/etc/machine-id").unwrap_or_else(|_| host.clone());
     Ok(Identity {
         to: cli.to.clone(),
         token,
         sender_id: telemetry::source::fnv1a64(format!("loom-agent/{}", machine.trim()).as_bytes()),
         host,
+        tls,
     })
+}
+
+/// The host part of `HOST:PORT` or `[V6]:PORT`.
+fn host_of(addr: &str) -> &str {
+    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+    host.trim_start_matches('[').trim_end_matches(']')
 }
 
 /// Runs the agent until Ctrl-C / SIGTERM or `--duration-s`.
@@ -235,18 +255,21 @@ fn progress(now: &AgentStats, last: &AgentStats, s: &SendStats, dt: Duration) ->
         }
     }
     format!(
-        "{line}sent {} records, queue drops {}, send drops {}, {} ({} connections), buffered {} KiB",
+        "{line}sent {} records, acknowledged {}, queue drops {}, send drops {}, {} ({} connections, {} frames resent), buffered {} KiB",
         s.sent.load(Ordering::Relaxed),
+        s.acked.load(Ordering::Relaxed),
         s.queue_drops.load(Ordering::Relaxed),
         s.send_drops.load(Ordering::Relaxed),
         if s.connected.load(Ordering::Relaxed) { "connected" } else { "disconnected" },
         s.connections.load(Ordering::Relaxed),
+        s.resent_frames.load(Ordering::Relaxed),
         s.queued_bytes.load(Ordering::Relaxed) >> 10
     )
 }
 
 /// The machine-readable final line: `AGENT events=… kernel_drops=…
-/// channel_drops=… sent=… queue_drops=… send_drops=… connections=…`.
+/// channel_drops=… sent=… acked=… queue_drops=… send_drops=… connections=…
+/// resent_frames=…`.
 fn summary(p: &AgentStats, s: &SendStats) -> String {
     let sum = |a: &[u64; 4]| a.iter().sum::<u64>();
     let mut per = String::new();
@@ -257,13 +280,15 @@ fn summary(p: &AgentStats, s: &SendStats) -> String {
         ));
     }
     format!(
-        "AGENT events={} kernel_drops={} channel_drops={} sent={} queue_drops={} send_drops={} connections={}{per}",
+        "AGENT events={} kernel_drops={} channel_drops={} sent={} acked={} queue_drops={} send_drops={} connections={} resent_frames={}{per}",
         sum(&p.events),
         sum(&p.kernel_drops),
         sum(&p.channel_drops),
         s.sent.load(Ordering::Relaxed),
+        s.acked.load(Ordering::Relaxed),
         s.queue_drops.load(Ordering::Relaxed),
         s.send_drops.load(Ordering::Relaxed),
         s.connections.load(Ordering::Relaxed),
+        s.resent_frames.load(Ordering::Relaxed),
     )
 }

@@ -81,11 +81,17 @@ impl App {
             ..Counters::default()
         });
         let (tx, rx) = crossbeam_channel::bounded::<receive::Msg>(cli.queue_capacity);
+        // Durable marks of acknowledged TCP senders (wire protocol version 2).
+        let acked_senders = Arc::new(
+            endpoint::AckBook::open(&dir.join("acked-senders"))
+                .context("opening the acknowledged senders' marks")?,
+        );
         let recv_cfg = endpoint::ReceiveConfig {
             max_queued_bytes: cli.queue_max_bytes,
             auth_token: token.clone(),
             receiver_name: format!("loom-app {}", env!("CARGO_PKG_VERSION")),
             tls,
+            acks: Some(acked_senders.clone()),
             ..endpoint::ReceiveConfig::new(cli.max_payload_bytes)
         };
         // Enough idle buffers for every receiver's next group while ingest keeps up.
@@ -158,6 +164,8 @@ impl App {
                 persist_interval: Duration::from_millis(cli.persist_interval_ms),
                 stop_after_connections: cli.stop_after_connections,
                 stop_after_data_us: plan.stop_after_data_us,
+                acks: Some(acked_senders),
+                ack_interval: Duration::from_millis(cli.ack_interval_ms),
             };
             spawn("ingest", move || {
                 ingest::run(

@@ -133,6 +133,12 @@ pub struct Cli {
     /// flight.
     #[arg(long, default_value_t = 1000)]
     pub persist_interval_ms: u64,
+    /// While frames of acknowledged TCP senders (wire protocol 2, HELLO
+    /// flag "acks wanted") wait to be durable, persist at least every this
+    /// many ms: their acknowledgement latency is about this plus the
+    /// reorder window, and it bounds what such a sender must keep.
+    #[arg(long, default_value_t = 100)]
+    pub ack_interval_ms: u64,
     /// zstd level of the chunks written to disk (compressed off the ingest
     /// thread); 0 stores them uncompressed.
     #[arg(long, default_value_t = 3)]

@@ -19,6 +19,11 @@ pub struct Counters {
     /// record (they came later than the reorder window allows; a record's
     /// time is never moved).
     pub records_late: AtomicU64,
+    /// Records of acknowledged senders sent again after a restart and
+    /// found stored already (stored once; see `ingest::acks`). Frames
+    /// recognised as resent by their sequence number are counted by the
+    /// receivers (`recv.duplicate_records`).
+    pub records_duplicate: AtomicU64,
     /// Records the engine refused (disk failing and memory full, or a
     /// rejected push): received but not stored.
     pub records_refused: AtomicU64,

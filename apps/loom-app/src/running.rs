@@ -243,7 +243,7 @@ fn print_final(cli: &Cli, c: &Counters, data_us: u64, wall: Duration) {
     let received = Counters::get(&c.recv.records_received);
     let dropped = Counters::get(&c.recv.records_dropped);
     println!(
-        "Final: records received {received}, dropped {dropped} ({:.3} %), ingested {}, not stored {}, not ingested after ingest stopped {}, batches received {} dropped {}, connections {} (bad {}, refused for their token {}), series {} of at most {} (refused {}), late refused {}, persists failed {}, data time {:.3} s, wall {:.3} s",
+        "Final: records received {received}, dropped {dropped} ({:.3} %), ingested {}, not stored {}, not ingested after ingest stopped {}, batches received {} dropped {}, connections {} (bad {}, refused for their token {}), series {} of at most {} (refused {}), late refused {}, duplicates {} (resent and stored once), persists failed {}, data time {:.3} s, wall {:.3} s",
         drop_percent(dropped, received),
         Counters::get(&c.records_ingested),
         Counters::get(&c.records_refused),
@@ -257,6 +257,7 @@ fn print_final(cli: &Cli, c: &Counters, data_us: u64, wall: Duration) {
         c.series.max(),
         c.series.refused(),
         Counters::get(&c.records_late),
+        Counters::get(&c.recv.duplicate_records) + Counters::get(&c.records_duplicate),
         Counters::get(&c.persist_failures),
         data_us as f64 / 1e6,
         wall.as_secs_f64()
@@ -272,13 +273,14 @@ fn print_final(cli: &Cli, c: &Counters, data_us: u64, wall: Duration) {
     );
     if cli.machine_output {
         println!(
-            "STATS received={received} dropped={dropped} ingested={} not_stored={} bad_connections={} auth_refused={} series_refused={} late={}",
+            "STATS received={received} dropped={dropped} ingested={} not_stored={} bad_connections={} auth_refused={} series_refused={} late={} duplicates={}",
             Counters::get(&c.records_ingested),
             Counters::get(&c.records_refused),
             Counters::get(&c.recv.bad_connections),
             Counters::get(&c.recv.auth_refused),
             c.series.refused(),
-            Counters::get(&c.records_late)
+            Counters::get(&c.records_late),
+            Counters::get(&c.recv.duplicate_records) + Counters::get(&c.records_duplicate)
         );
     }
 }

@@ -12,6 +12,9 @@
 //!   state allocates nothing.
 //! - [`counters`]: what the receivers count (the first half of every
 //!   progress line).
+//! - [`acks`]: acknowledged senders on the stream: per-sender sequence
+//!   marks (resends recognised, durable marks kept beside the store) and
+//!   the ACK frames a receiving thread sends.
 //! - [`durable`]: waiting until the data up to a position is durable (the
 //!   acknowledgements of OTLP, `/write` and the acknowledged stream).
 //! - [`session`]: wire version 2 on a connection: the HELLO and its
@@ -25,6 +28,7 @@
 //! - [`output`]: answer lines, `--query-window-us` parsing and the
 //!   interruptible sleep of the reporter and query threads.
 
+pub mod acks;
 pub mod app;
 pub mod counters;
 pub mod durable;
@@ -35,6 +39,7 @@ pub mod series_limit;
 pub mod session;
 pub mod tls;
 
+pub use acks::AckBook;
 pub use app::Stop;
 pub use counters::Counters;
 pub use durable::{DurableMark, NotDurable};

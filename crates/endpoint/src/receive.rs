@@ -33,6 +33,7 @@ use telemetry::raw::PayloadRecords;
 use telemetry::wire::{self, control, FrameType, Hello, Incoming, SeriesTags, Welcome};
 use telemetry::{FrameReader, Record};
 
+use crate::acks::{AckBook, TcpBacked, Ticking};
 use crate::counters::Counters;
 use crate::pool::BufferPool;
 use crate::session::{token_matches, SeriesContext, Session};
@@ -67,6 +68,9 @@ pub struct Frames {
     pub segments: Vec<Segment>,
     /// Version 2: the sequence number of the group's last data frame.
     pub last_seq: u64,
+    /// The sender, when it wants acknowledgements: its frames up to
+    /// `last_seq` are to be made durable and acknowledged.
+    pub acked_sender: Option<u64>,
     queued: Option<(Arc<Counters>, u64)>,
 }
 
@@ -89,6 +93,7 @@ impl Frames {
             records,
             segments: Vec::new(),
             last_seq: 0,
+            acked_sender: None,
             queued: None,
         }
     }
@@ -167,6 +172,10 @@ pub struct ReceiveConfig {
     /// Accept TLS connections only (rustls), with this certificate and key;
     /// `None` for plain TCP.
     pub tls: Option<ServerTls>,
+    /// Acknowledge the frames of senders that ask for it (HELLO flag bit
+    /// 0) with this book of per-sender marks; `None`: WELCOME says no ACKs
+    /// will come.
+    pub acks: Option<Arc<AckBook>>,
 }
 
 impl ReceiveConfig {
@@ -185,6 +194,7 @@ impl ReceiveConfig {
             auth_token: None,
             receiver_name: "loom endpoint".to_string(),
             tls: None,
+            acks: None,
         }
     }
 }
@@ -263,6 +273,7 @@ struct Group {
     records: u64,
     segments: Vec<Segment>,
     last_seq: u64,
+    acked_sender: Option<u64>,
 }
 
 impl Group {
@@ -309,9 +320,9 @@ impl<M: Message> Connection<'_, M> {
         }
     }
 
-    fn receive<S: Read + Write>(&self, stream: S, cfg: &ReceiveConfig) {
+    fn receive<S: Read + Write + TcpBacked>(&self, stream: S, cfg: &ReceiveConfig) {
         let mut reader = FrameReader::with_max_payload(
-            BufReader::with_capacity(cfg.read_buffer, stream),
+            BufReader::with_capacity(cfg.read_buffer, Ticking::new(stream)),
             cfg.max_payload,
         );
         let mut frames = 0u64;
@@ -321,6 +332,7 @@ impl<M: Message> Connection<'_, M> {
             records: 0,
             segments: Vec::new(),
             last_seq: 0,
+            acked_sender: None,
         };
         let mut session: Option<Session> = None;
         let open = loop {
@@ -328,9 +340,25 @@ impl<M: Message> Connection<'_, M> {
             let first = frames == 0 && session.is_none();
             let step = match reader.read_frame_into(&mut group.payload) {
                 Ok(Some(Incoming::Data(h))) => {
-                    let checked = self.admit_data(&h, first, &mut session, cfg);
+                    let checked = self
+                        .admit_data(&h, first, &mut session, cfg)
+                        .and_then(|ctx| self.new_frame(&h, &session, cfg).map(|new| (ctx, new)));
                     match checked {
-                        Ok(ctx) => {
+                        Ok((_, false)) => {
+                            // A resend of a frame this app already holds.
+                            group.payload.truncate(old);
+                            Counters::add(&self.counters.duplicate_frames, 1);
+                            Counters::add(
+                                &self.counters.duplicate_records,
+                                u64::from(h.record_count),
+                            );
+                            Ok(true)
+                        }
+                        Ok((ctx, true)) => {
+                            group.acked_sender = session
+                                .as_ref()
+                                .filter(|s| s.acked)
+                                .map(|s| s.hello.sender_id);
                             frames += 1;
                             group.add(u64::from(h.record_count), ctx);
                             group.last_seq = group.last_seq.max(h.seq);
@@ -428,15 +456,33 @@ impl<M: Message> Connection<'_, M> {
         }
     }
 
+    /// Whether an accepted data frame is new: always for unacknowledged
+    /// senders; for acknowledged ones, false when the app already holds it
+    /// (a resend after a reconnect), an error when a newer connection of
+    /// the same sender has taken over.
+    fn new_frame(
+        &self,
+        h: &wire::FrameHeader,
+        session: &Option<Session>,
+        cfg: &ReceiveConfig,
+    ) -> Result<bool, Close> {
+        match (session, &cfg.acks) {
+            (Some(s), Some(book)) if s.acked => book
+                .accept(s.hello.sender_id, self.id, h.seq)
+                .map_err(Close::Bad),
+            _ => Ok(true),
+        }
+    }
+
     /// Handles a control frame: HELLO (first frame only; token checked,
     /// WELCOME sent) or SERIES (after HELLO); anything else closes.
-    fn control<S: Read + Write>(
+    fn control<S: Read + Write + TcpBacked>(
         &self,
         t: FrameType,
         payload: &[u8],
         first: bool,
         session: &mut Option<Session>,
-        reader: &mut FrameReader<BufReader<S>>,
+        reader: &mut FrameReader<BufReader<Ticking<S>>>,
         cfg: &ReceiveConfig,
     ) -> Result<(), Close> {
         let bad = |e: telemetry::WireError| Close::Bad(e.to_string());
@@ -460,9 +506,24 @@ impl<M: Message> Connection<'_, M> {
                     hello.sender_id,
                     hello.next_seq
                 );
+                let acked = match &cfg.acks {
+                    Some(book) if hello.flags & control::HELLO_ACKS_WANTED != 0 => {
+                        // A resent record must land at the time it had the
+                        // first time, whatever this app's clock or offset.
+                        if !hello.wall_clock() {
+                            return Err(Close::Bad(
+                                "acknowledgements need record times in wall-clock µs (HELLO flag bit 1)"
+                                    .into(),
+                            ));
+                        }
+                        let durable = book.hello(hello.sender_id, self.id).map_err(Close::Bad)?;
+                        Some((book.clone(), durable))
+                    }
+                    _ => None,
+                };
                 let welcome = Welcome {
-                    durable_seq: 0,
-                    flags: 0,
+                    durable_seq: acked.as_ref().map_or(0, |a| a.1),
+                    flags: u32::from(acked.is_some()),
                     receiver: cfg.receiver_name.clone(),
                 };
                 let mut f = Vec::new();
@@ -478,7 +539,18 @@ impl<M: Message> Connection<'_, M> {
                 out.write_all(&f)
                     .and_then(|()| out.flush())
                     .map_err(|e| Close::Bad(format!("cannot answer the HELLO: {e}")))?;
-                *session = Some(Session::new(hello));
+                let mut s = Session::new(hello);
+                if let Some((book, durable)) = acked {
+                    log::info!(
+                        "connection {}: sender {:#x} acknowledged, durable through sequence {durable}",
+                        self.id,
+                        s.hello.sender_id
+                    );
+                    out.start_acks(book, s.hello.sender_id, durable)
+                        .map_err(|e| Close::Bad(format!("cannot set up acknowledgements: {e}")))?;
+                    s.acked = true;
+                }
+                *session = Some(s);
                 Ok(())
             }
             (FrameType::Series, Some(s)) => {
@@ -498,6 +570,7 @@ impl<M: Message> Connection<'_, M> {
         (group.frames, group.records) = (0, 0);
         let segments = std::mem::take(&mut group.segments);
         let last_seq = group.last_seq;
+        let acked_sender = group.acked_sender.take();
         if c.ingest_stopped.load(Ordering::Relaxed) {
             Counters::add(&c.records_skipped, n);
             self.pool.give(payload);
@@ -515,8 +588,16 @@ impl<M: Message> Connection<'_, M> {
         let mut f = Frames::new(arrival_us, payload, n_frames, n);
         f.segments = segments;
         f.last_seq = last_seq;
+        f.acked_sender = acked_sender;
         f.queued = Some((Arc::clone(c), bytes));
-        let refused = if queued.saturating_add(bytes) > self.max_queued_bytes {
+        let refused = if acked_sender.is_some() {
+            // Acknowledged frames are never dropped: the sender waits
+            // (TCP back-pressure) while the queue is full.
+            match self.tx.send(M::frames(f)) {
+                Ok(()) => None,
+                Err(_) => return false,
+            }
+        } else if queued.saturating_add(bytes) > self.max_queued_bytes {
             Some(f)
         } else {
             match self.tx.try_send(M::frames(f)) {

@@ -3,6 +3,7 @@
 //! prepared ahead by [`prepare`]). The binaries in
 //! `src/bin/` (`replay`, `tcp-replay`, `data-stats`) only parse flags and print.
 
+pub mod acked;
 pub mod disorder;
 pub mod gen;
 pub mod prepare;

@@ -76,15 +76,23 @@ pub struct App {
     child: Child,
     pub addr: String,
     pub http: String,
-    _dir: tempfile::TempDir,
+    _dir: Option<tempfile::TempDir>,
     pub lines: Lines,
 }
 
 impl App {
     pub fn start(extra: &[&str]) -> App {
         let dir = tempfile::tempdir().expect("tempdir");
+        let mut app = App::start_on(&dir.path().join("store"), "127.0.0.1:0", extra);
+        app._dir = Some(dir);
+        app
+    }
+
+    /// A loom-app on the store `store` listening on `addr` (a restart
+    /// keeps both).
+    pub fn start_on(store: &std::path::Path, addr: &str, extra: &[&str]) -> App {
         let mut child = Command::new(sibling("loom-app"))
-            .args(["--addr", "127.0.0.1:0", "--http", "127.0.0.1:0"])
+            .args(["--addr", addr, "--http", "127.0.0.1:0"])
             .args([
                 "--otlp-grpc",
                 "off",
@@ -94,7 +102,7 @@ impl App {
                 "60",
             ])
             .arg("--loom-path")
-            .arg(dir.path().join("store"))
+            .arg(store)
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -113,18 +121,35 @@ impl App {
             child,
             addr,
             http,
-            _dir: dir,
+            _dir: None,
             lines,
         }
     }
 
     /// The body of `GET /query?q=…`.
     pub fn query(&self, q: &str) -> String {
+        self.get(&format!("/query?q={}", encode(q)))
+    }
+
+    /// The times (µs since the Unix epoch) of the rows `q` answers, in order.
+    pub fn times_us(&self, q: &str) -> Vec<u64> {
+        let body = self.get(&format!("/query?epoch=u&q={}", encode(q)));
+        let Some(i) = body.find("\"values\":[") else {
+            assert!(!body.contains("error"), "{q}: {body}");
+            return Vec::new();
+        };
+        body[i + "\"values\":[".len()..]
+            .split('[')
+            .filter_map(|row| row.split(',').next()?.trim().parse::<f64>().ok())
+            .map(|t| t as u64)
+            .collect()
+    }
+
+    fn get(&self, path: &str) -> String {
         let mut s = TcpStream::connect(&self.http).expect("connect to the HTTP API");
         write!(
             s,
-            "GET /query?q={} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-            encode(q)
+            "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
         )
         .unwrap();
         let mut body = String::new();

@@ -14,10 +14,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
-use endpoint::{BufferPool, Frames, SeriesContext};
-use loom::{SourceHandle, SourceId, SourceSchema, Writer};
+use endpoint::{AckBook, BufferPool};
+use loom::{SourceId, SourceSchema, Writer};
 use rustc_hash::FxHashMap;
-use telemetry::raw::{self, SourceKey};
+use telemetry::raw::SourceKey;
 
 use crate::counters::Counters;
 use crate::intake_log::{FileNo, IntakeLog, COMMIT_BYTES};
@@ -26,6 +26,15 @@ use crate::receive::{Msg, Taken};
 use crate::reorder::{Reorder, Timed, WireRecord};
 use crate::source_table::SourceTable;
 use crate::sources::schema_of;
+
+mod acks;
+mod frames;
+mod source;
+#[cfg(test)]
+mod tests;
+
+use acks::AckTracker;
+pub use source::{Source, Tally};
 
 /// Which timestamp records are stored under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -70,6 +79,11 @@ pub struct IngestConfig {
     /// Stop ingesting once this much data time (µs since the run's first
     /// stored record) has been ingested; ablation.
     pub stop_after_data_us: Option<u64>,
+    /// Acknowledged TCP senders: the book their durable marks go to.
+    pub acks: Option<Arc<AckBook>>,
+    /// While frames of acknowledged senders wait for a persist, persist
+    /// at least this often (their acknowledgement latency).
+    pub ack_interval: Duration,
 }
 
 /// Why ingest ended.
@@ -81,56 +95,6 @@ pub enum IngestEnd {
     ConnectionsEnded,
     /// The data time reached the ablation cut-off.
     CutOff,
-}
-
-/// What an ingest path keeps of a declared source: its handle and the
-/// newest time pushed (the engine takes each source in time order).
-pub struct Source {
-    handle: SourceHandle,
-    last_ts: u64,
-}
-
-impl Source {
-    /// A source whose newest stored record is at `last_ts` (0: none).
-    pub fn new(handle: SourceHandle, last_ts: u64) -> Self {
-        Source { handle, last_ts }
-    }
-
-    /// The newest time stored (0: none).
-    #[inline]
-    pub fn last_ts(&self) -> u64 {
-        self.last_ts
-    }
-
-    /// Pushes one record at `ts` and counts it into `t`. A record older
-    /// than the source's newest (it came after its time was released) is
-    /// refused and counted as late; one the engine refuses is counted and
-    /// its error returned for the caller to report.
-    #[inline]
-    pub fn push(
-        &mut self,
-        w: &mut Writer,
-        ts: u64,
-        bytes: &[u8],
-        t: &mut Tally,
-    ) -> Result<(), loom::Error> {
-        if ts < self.last_ts {
-            t.late += 1;
-            return Ok(());
-        }
-        match w.push(self.handle, ts, bytes) {
-            Ok(_) => {
-                self.last_ts = ts;
-                t.ingested += 1;
-                t.newest = t.newest.max(ts);
-                Ok(())
-            }
-            Err(e) => {
-                t.refused += 1;
-                Err(e)
-            }
-        }
-    }
 }
 
 /// Wall-clock time, µs since the Unix epoch.
@@ -170,17 +134,6 @@ impl StorageHealth {
     }
 }
 
-/// What happened to the records of one message.
-#[derive(Default)]
-pub struct Tally {
-    pub(crate) ingested: u64,
-    /// Refused: older than their source's newest stored record.
-    pub(crate) late: u64,
-    pub(crate) refused: u64,
-    pub(crate) skipped: u64,
-    pub(crate) newest: u64,
-}
-
 /// The ingest thread's state: the writer, the declared sources, the
 /// reorder stage and the OTLP stage.
 pub struct Ingest {
@@ -203,6 +156,8 @@ pub struct Ingest {
     intake_since: Option<Instant>,
     /// Slots of tagged sources (version-2 senders) by (tag set, source key).
     tagged: FxHashMap<(u64, SourceKey), usize>,
+    /// Acknowledged senders' frames on their way to durable.
+    acks: Option<AckTracker>,
 }
 
 impl Ingest {
@@ -231,6 +186,7 @@ impl Ingest {
             arrival_clock: cfg.resume_after_us,
             intake: None,
             intake_since: None,
+            acks: cfg.acks.clone().map(AckTracker::new),
             cfg,
             tagged: FxHashMap::default(),
         }
@@ -242,7 +198,8 @@ impl Ingest {
     fn declare(&mut self, id: u64, key: Option<SourceKey>, schema: SourceSchema) -> Option<usize> {
         // A source the store holds was counted at start; a new one takes
         // room under the one series limit or is refused (counted).
-        if self.writer.handle_of(SourceId(id)).is_none() && !self.counters.series.try_take() {
+        let stored = self.writer.handle_of(SourceId(id)).is_some();
+        if !stored && !self.counters.series.try_take() {
             if self.counters.series.refused() <= 10 {
                 log::warn!(
                     "series {} refused: the limit of {} series is reached (--max-series)",
@@ -258,7 +215,12 @@ impl Ingest {
                     "declared source {} ({id:#x})",
                     telemetry::source::describe(id).unwrap_or_default()
                 );
-                Some(self.sources.insert(id, key, Source::new(handle, 0)))
+                let source = if stored {
+                    self.resumed(handle, SourceId(id))
+                } else {
+                    Source::new(handle, 0)
+                };
+                Some(self.sources.insert(id, key, source))
             }
             Err(e) => {
                 self.errors += 1;
@@ -268,6 +230,24 @@ impl Ingest {
                 None
             }
         }
+    }
+
+    /// A source the store held at start: it continues after its newest
+    /// stored record, and knows how many records sit at that time (an
+    /// acknowledged sender's resends are matched against them).
+    #[cold]
+    fn resumed(&self, handle: loom::SourceHandle, id: SourceId) -> Source {
+        let reader = self.writer.reader();
+        match reader.snapshot().latest_timestamp(id) {
+            Some(last) => Source::resumed(handle, last, reader.count(id, last, last).unwrap_or(0)),
+            None => Source::new(handle, 0),
+        }
+    }
+
+    /// Where the reorder stage has released everything: every record it
+    /// holds is later (`None`: it holds nothing).
+    fn released_through(&self) -> Option<u64> {
+        self.reorder.as_ref().and_then(|r| r.released_through())
     }
 
     /// The slot of the telemetry source `key`, declared on first sight.
@@ -295,141 +275,6 @@ impl Ingest {
             self.offset = Some(o);
         }
     }
-
-    /// The slot of source `key` under the tags of `ctx`, declared on first
-    /// sight.
-    fn tagged_slot(&mut self, ctx: &SeriesContext, key: SourceKey) -> Option<usize> {
-        if let Some(&i) = self.tagged.get(&(ctx.key, key)) {
-            return Some(i);
-        }
-        let id = ctx.source_id(&key.tag());
-        let i = match self.sources.lookup_id(id) {
-            Some(i) => i,
-            None => self.declare(id, None, schema_of(&ctx.series(key.series())))?,
-        };
-        self.tagged.insert((ctx.key, key), i);
-        Some(i)
-    }
-
-    /// Takes one group of frames, run by run of series context: records
-    /// of untagged runs go by the app's timestamp mode; tagged runs
-    /// (version-2 senders) get their tags, and their own times when the
-    /// sender stamps wall-clock time. Event times go through the reorder
-    /// stage when it is on; everything else is pushed straight from the
-    /// wire bytes.
-    fn frames(&mut self, f: &Frames) {
-        let mut t = Tally::default();
-        let mut records = f.records();
-        let mut held = false;
-        for run in f.runs() {
-            let part = records.by_ref().take(run.records as usize);
-            match run.context {
-                None => held |= self.untagged(f.arrival_us, part, &mut t),
-                Some(ctx) => held |= self.tagged(&ctx, f.arrival_us, part, &mut t),
-            }
-        }
-        if held {
-            let mut ready = std::mem::take(&mut self.ready);
-            if let Some(stage) = self.reorder.as_mut() {
-                stage.release(&mut ready);
-            }
-            self.store_all(&ready, &mut t);
-            ready.clear();
-            self.ready = ready;
-        }
-        self.account(t);
-    }
-
-    /// Records without added tags; true when some went to the reorder stage.
-    fn untagged<'a>(
-        &mut self,
-        arrival_us: u64,
-        mut part: impl Iterator<Item = (telemetry::Kind, &'a [u8])>,
-        t: &mut Tally,
-    ) -> bool {
-        let Some(first) = part.next() else {
-            return false;
-        };
-        self.anchor(raw::event_time(first.0, first.1));
-        let offset = self.offset.unwrap_or(0);
-        let event = self.cfg.timestamps == TimestampMode::Event;
-        for (kind, body) in std::iter::once(first).chain(part) {
-            let Some(i) = self.slot_of(SourceKey::of(kind, body)) else {
-                t.skipped += 1;
-                continue;
-            };
-            if event {
-                let ts = raw::event_time(kind, body).saturating_add(offset);
-                self.place(i, ts, kind, body, t);
-            } else {
-                let arrival = self.arrival(arrival_us);
-                self.push(i, arrival, body, t);
-            }
-        }
-        event && self.reorder.is_some()
-    }
-
-    /// Arrival mode's stamp: receivers stamp their groups on their own
-    /// threads and the ingest thread takes them in order, so an earlier
-    /// stamp behind a later one means it arrived at the same moment
-    /// (arrival times never go back).
-    #[inline]
-    fn arrival(&mut self, arrival_us: u64) -> u64 {
-        let arrival = arrival_us.max(self.arrival_clock);
-        self.arrival_clock = arrival;
-        arrival
-    }
-
-    /// Records of one series context; true when some went to the reorder stage.
-    fn tagged<'a>(
-        &mut self,
-        ctx: &SeriesContext,
-        arrival_us: u64,
-        part: impl Iterator<Item = (telemetry::Kind, &'a [u8])>,
-        t: &mut Tally,
-    ) -> bool {
-        let event = ctx.wall_clock || self.cfg.timestamps == TimestampMode::Event;
-        for (kind, body) in part {
-            let Some(i) = self.tagged_slot(ctx, SourceKey::of(kind, body)) else {
-                t.skipped += 1;
-                continue;
-            };
-            if ctx.wall_clock {
-                self.place(i, raw::event_time(kind, body), kind, body, t);
-            } else if event {
-                self.anchor(raw::event_time(kind, body));
-                let ts = raw::event_time(kind, body).saturating_add(self.offset.unwrap_or(0));
-                self.place(i, ts, kind, body, t);
-            } else {
-                let arrival = self.arrival(arrival_us);
-                self.push(i, arrival, body, t);
-            }
-        }
-        event && self.reorder.is_some()
-    }
-
-    /// A record at its event time: into the reorder stage when it is on,
-    /// else pushed.
-    #[inline]
-    fn place(&mut self, slot: usize, ts: u64, kind: telemetry::Kind, body: &[u8], t: &mut Tally) {
-        // Late now means late at release too: refuse it here.
-        if self.reorder.is_some() && self.sources.get_mut(slot).is_some_and(|s| ts < s.last_ts()) {
-            t.late += 1;
-            return;
-        }
-        match self.reorder.as_mut() {
-            Some(stage) => stage.add(ts, WireRecord::new(slot, kind, body)),
-            None => self.push(slot, ts, body, t),
-        }
-    }
-
-    /// Stores records released by the reorder stage.
-    fn store_all(&mut self, ready: &[Timed<WireRecord>], t: &mut Tally) {
-        for (ts, r) in ready {
-            self.push(r.slot(), *ts, r.bytes(), t);
-        }
-    }
-
     /// Releases everything the reorder stages hold (end of ingest).
     fn flush_reorder(&mut self) {
         if let Some(stage) = self.reorder.as_mut() {
@@ -438,6 +283,9 @@ impl Ingest {
             let mut t = Tally::default();
             self.store_all(&ready, &mut t);
             self.account(t);
+        }
+        if let Some(acks) = self.acks.as_mut() {
+            acks.settle(None);
         }
         let t = self.otlp.flush(&mut self.writer, self.intake.as_mut());
         self.account(t);
@@ -518,6 +366,8 @@ impl Ingest {
         let c = &self.counters;
         c.records_ingested.fetch_add(t.ingested, Ordering::Relaxed);
         c.records_late.fetch_add(t.late, Ordering::Relaxed);
+        c.records_duplicate
+            .fetch_add(t.duplicates, Ordering::Relaxed);
         c.records_refused.fetch_add(t.refused, Ordering::Relaxed);
         c.recv
             .records_skipped
@@ -536,8 +386,12 @@ impl Ingest {
     /// records were all pushed before are deleted.
     fn persist(&mut self) {
         let stored = self.intake.as_mut().map(|l| l.stored_files());
+        let marks = self.acks.as_ref().map(|a| a.marks());
         match self.writer.persist() {
             Ok(()) => {
+                if let (Some(acks), Some(marks)) = (self.acks.as_mut(), marks) {
+                    acks.persisted(marks);
+                }
                 if let (Some(log), Some(files)) = (self.intake.as_mut(), stored) {
                     log.delete(files);
                 }
@@ -638,7 +492,10 @@ pub fn run(
             Err(RecvTimeoutError::Disconnected) => break IngestEnd::Shutdown,
         }
         ing.commit_intake(rx.is_empty());
-        if last_persist.elapsed() >= ing.cfg.persist_interval {
+        let acks_due = ing.acks.as_ref().is_some_and(|a| a.due());
+        if last_persist.elapsed() >= ing.cfg.persist_interval
+            || (acks_due && last_persist.elapsed() >= ing.cfg.ack_interval)
+        {
             ing.persist();
             last_persist = Instant::now();
             last_sync = last_persist;
@@ -678,125 +535,4 @@ pub fn run(
         log::warn!("{} records could not be stored", ing.errors);
     }
     (ing.writer, end)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn config() -> IngestConfig {
-        IngestConfig {
-            timestamps: TimestampMode::Arrival,
-            event_offset_us: None,
-            resume_after_us: 0,
-            sync_interval: Duration::from_millis(5),
-            persist_interval: Duration::from_secs(1),
-            stop_after_connections: None,
-            reorder_window_us: 0,
-            stop_after_data_us: None,
-        }
-    }
-
-    /// A framed KV read starting at `start_us`.
-    fn kv_read(start_us: u64) -> Vec<u8> {
-        let mut payload = vec![telemetry::Kind::KvOp as u8];
-        telemetry::Record::KvOp(telemetry::KvOp {
-            thread_id: 1,
-            op: telemetry::KvOpKind::Read,
-            start_us,
-            duration_us: 9,
-        })
-        .encode_into(&mut payload);
-        payload
-    }
-
-    /// Every record stored of source `id`: (time, start_us field).
-    fn stored(reader: &loom::Reader, id: SourceId) -> Vec<(u64, u64)> {
-        let mut out = Vec::new();
-        reader
-            .scan(id, 0, u64::MAX, |ts, bytes| {
-                let start = telemetry::Record::decode(telemetry::Kind::KvOp, bytes)
-                    .map(|r| match r {
-                        telemetry::Record::KvOp(k) => k.start_us,
-                        _ => u64::MAX,
-                    })
-                    .unwrap_or(u64::MAX);
-                out.push((ts, start));
-            })
-            .unwrap();
-        out.sort_unstable();
-        out
-    }
-
-    /// Arrival mode: wire-form frames land in their record's source; a
-    /// group stamped earlier than the one taken before it arrived at the
-    /// same moment, and nothing is late.
-    #[test]
-    fn framed_records_are_pushed_in_order_per_source() {
-        let dir = tempfile::tempdir().unwrap();
-        let (writer, reader) = loom::open(dir.path(), loom::Config::default()).unwrap();
-        let counters = Arc::new(Counters::default());
-        let otlp = OtlpStage::new(Arc::new(otlp::Registry::new(16, [])), 0);
-        let mut ing = Ingest::new(writer, counters.clone(), config(), otlp);
-        let read = SourceKey::Kv(false);
-        for arrival in [100, 90, 200] {
-            ing.frames(&Frames::new(arrival, kv_read(5), 1, 1));
-        }
-        ing.writer.sync();
-        let id = SourceId(read.id());
-        assert_eq!(reader.snapshot().sources(), vec![id]);
-        assert_eq!(stored(&reader, id), vec![(100, 5), (100, 5), (200, 5)]);
-        assert_eq!(Counters::get(&counters.records_ingested), 3);
-        assert_eq!(Counters::get(&counters.records_late), 0);
-    }
-
-    /// Event mode: a record older than its source's newest stored record is
-    /// refused and counted as late, with and without the reorder window;
-    /// every stored record sits at its own time.
-    #[test]
-    fn late_records_are_refused_never_moved() {
-        for window_us in [0, 1_000] {
-            let dir = tempfile::tempdir().unwrap();
-            let (writer, reader) = loom::open(dir.path(), loom::Config::default()).unwrap();
-            let counters = Arc::new(Counters::default());
-            let otlp = OtlpStage::new(Arc::new(otlp::Registry::new(16, [])), 0);
-            let cfg = IngestConfig {
-                timestamps: TimestampMode::Event,
-                event_offset_us: Some(0),
-                reorder_window_us: window_us,
-                ..config()
-            };
-            let mut ing = Ingest::new(writer, counters.clone(), cfg, otlp);
-            // 10_000 and 10_500 are within the window of each other; 20_000
-            // releases both; 9_000 then comes later than the window allows.
-            for start in [10_500, 10_000, 20_000, 9_000, 20_000] {
-                ing.frames(&Frames::new(0, kv_read(start), 1, 1));
-            }
-            ing.flush_reorder();
-            ing.writer.sync();
-            let id = SourceId(SourceKey::Kv(false).id());
-            let got = stored(&reader, id);
-            assert!(got.iter().all(|(ts, start)| ts == start), "{got:?}");
-            let want: Vec<u64> = if window_us == 0 {
-                vec![10_500, 20_000, 20_000]
-            } else {
-                vec![10_000, 10_500, 20_000, 20_000]
-            };
-            assert_eq!(got.iter().map(|x| x.0).collect::<Vec<_>>(), want);
-            let late = 5 - want.len() as u64;
-            assert_eq!(
-                Counters::get(&counters.records_late),
-                late,
-                "window {window_us}"
-            );
-            assert_eq!(Counters::get(&counters.records_ingested), want.len() as u64);
-        }
-    }
-
-    #[test]
-    fn event_offset_lands_at_now_or_after_the_store() {
-        assert_eq!(event_offset(1_000, 5_000_000, 0), 4_999_000);
-        assert_eq!(event_offset(1_000, 5_000_000, 9_000_000), 8_999_001);
-        assert_eq!(event_offset(10_000_000, 5_000, 0), 0);
-    }
 }
