@@ -12,7 +12,6 @@
 #[path = "support/otlp.rs"]
 mod support;
 
-use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -199,13 +198,7 @@ fn error_of(body: &[u8]) -> String {
 
 /// `loom query` with `args` and `q`: (exit code, stdout + stderr).
 fn loom_query(args: &[&str], q: &str) -> (i32, String) {
-    let bin = Path::new(env!("CARGO_BIN_EXE_loom-app")).with_file_name("loom");
-    assert!(
-        bin.exists(),
-        "{} missing: build the loom CLI (cargo build -p loom-cli)",
-        bin.display()
-    );
-    let o = Command::new(bin)
+    let o = Command::new(testing::binary("loom"))
         .arg("query")
         .args(args)
         .arg(q)
@@ -314,9 +307,6 @@ fn hostile_statements_get_4xx_while_ingest_and_other_queries_go_on() {
     assert_eq!(code, 0, "{out}");
 
     let mut app = app;
-    assert!(
-        app.child.try_wait().expect("try_wait").is_none(),
-        "loom-app exited"
-    );
+    assert!(app.running(), "loom-app exited");
     app.stop();
 }

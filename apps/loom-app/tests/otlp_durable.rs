@@ -122,8 +122,7 @@ fn sigkill_run(py: &Path, transport: &str, kill_after: Option<usize>, tag: u64) 
         );
         if kill && !killed {
             // At once: SIGKILL, no chance to persist or flush anything.
-            app.child.kill().expect("SIGKILL loom-app");
-            let _ = app.child.wait();
+            app.kill();
             killed = true;
         }
     }

@@ -4,16 +4,16 @@
 //! client on the TLS port and a client trusting another CA are closed
 //! alone, logged and counted, while the app keeps serving.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use endpoint::ClientTls;
 use replay::gen::{generate_file, GenConfig, Phase};
 use replay::tcp::{connect_with_retry, run, ReplayConfig};
 use telemetry::{FrameWriter, RecordingReader};
+use testing::LoomApp;
 
 /// A CA and a certificate it signed for `localhost` and 127.0.0.1, as PEM
 /// files in `dir`: (ca, cert, key).
@@ -64,36 +64,39 @@ fn a_replay_over_tls_is_stored_whole_and_bad_clients_are_closed_alone() {
     generate_file(&gen, &rec).expect("generate");
     let total = records_in(&rec);
 
-    let mut app = Command::new(env!("CARGO_BIN_EXE_loom-app"))
-        .args([
-            "--addr",
-            "127.0.0.1:0",
-            "--http",
-            "off",
-            "--otlp-grpc",
-            "off",
-        ])
-        .args(["--otlp-http", "off", "--stop-after-connections", "1"])
-        .args(["--machine-output", "--queue-capacity", "1000000"])
-        .arg("--tls-cert")
-        .arg(&cert)
-        .arg("--tls-key")
-        .arg(&key)
-        .arg("--loom-path")
-        .arg(dir.path().join("store"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn loom-app");
-    let mut lines = BufReader::new(app.stdout.take().expect("stdout")).lines();
-    let first = lines.next().expect("a first line").expect("read");
-    let addr = first
-        .split("listening on ")
-        .nth(1)
-        .and_then(|s| s.split(',').next())
-        .expect("address in first line")
-        .to_string();
-    let second = lines.next().expect("a second line").expect("read");
+    let (cert_arg, key_arg, store) = (
+        cert.display().to_string(),
+        key.display().to_string(),
+        dir.path().join("store").display().to_string(),
+    );
+    let mut app = LoomApp::loom_app([
+        "--http",
+        "off",
+        "--otlp-grpc",
+        "off",
+        "--otlp-http",
+        "off",
+        "--stop-after-connections",
+        "1",
+        "--machine-output",
+        "--queue-capacity",
+        "1000000",
+        "--tls-cert",
+        &cert_arg,
+        "--tls-key",
+        &key_arg,
+        "--loom-path",
+        &store,
+    ]);
+    let addr = app.tcp();
+    let first = app
+        .process
+        .wait_for("loom-app listening on ", Duration::from_secs(60));
+    let (_, second) = app
+        .process
+        .next_line(Duration::from_secs(60))
+        .expect("a second line");
+    assert!(first.contains(&addr), "{first}");
     assert!(second.starts_with("TCP ingest is TLS only"), "{second}");
 
     // Plain text on the TLS port: closed, nothing taken.
@@ -132,17 +135,11 @@ fn a_replay_over_tls_is_stored_whole_and_bad_clients_are_closed_alone() {
     let sent = run(&cfg, tls, |_| {}, || false).expect("replay");
     assert_eq!(sent.records, total);
 
-    let out: Vec<String> = lines.map_while(Result::ok).collect();
-    let mut err = String::new();
-    app.stderr
-        .take()
-        .expect("stderr")
-        .read_to_string(&mut err)
-        .expect("stderr");
-    assert!(app.wait().expect("wait").success(), "{err}");
-    let stats = out
-        .iter()
-        .find(|l| l.starts_with("STATS "))
+    let end = app.wait();
+    let (out, err) = (&end.lines, &end.stderr);
+    assert!(end.success(), "{err}");
+    let stats = end
+        .line("STATS ")
         .unwrap_or_else(|| panic!("no STATS line in {out:?}"));
     // The refused connections did not end ingest early (only a connection
     // that carried a stream counts for --stop-after-connections).

@@ -16,41 +16,17 @@
 mod common;
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use replay::tcp::{connect_with_retry, run, ReplayConfig};
 use telemetry::{KvOpKind, Packet, Record};
+use testing::LoomApp;
 use valkey_workload::{Destination, WorkloadConfig};
 
 const T0: u64 = 2_000_000;
 const T1: u64 = 7_000_000;
 const PACKET_WINDOW_US: u64 = 5_000_000;
-
-fn loom_app_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let bin = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .map(|profile| profile.join("loom-app"))
-        .expect("profile directory");
-    assert!(
-        bin.exists(),
-        "{} is missing: build it first (cargo build --release -p loom-app, or make test)",
-        bin.display()
-    );
-    bin
-}
-
-fn fields(line: &str) -> HashMap<String, String> {
-    line.split_whitespace()
-        .filter_map(|kv| kv.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
 
 fn show(v: Option<u64>) -> String {
     v.map_or_else(|| "none".to_string(), |v| v.to_string())
@@ -119,7 +95,8 @@ fn in_window(v: &[(u64, u64)]) -> Vec<u64> {
 #[test]
 fn valkey_questions_match_brute_force_over_a_live_recording() {
     common::require_root_and_server();
-    let loom_app = loom_app_binary();
+    // Fails fast, before the live run, when loom-app is not built.
+    testing::binary("loom-app");
     let dir = tempfile::tempdir().expect("tempdir");
     let rec = dir.path().join("valkey-p3");
     let config = WorkloadConfig {
@@ -139,47 +116,35 @@ fn valkey_questions_match_brute_force_over_a_live_recording() {
     let truth = stored(&batches);
     assert_eq!(truth.total, summary.sent());
 
-    let mut app = Command::new(&loom_app);
+    let (window, store) = (
+        format!("{T0},{T1}"),
+        dir.path().join("store").display().to_string(),
+    );
     // Recorded times as they are, and no reorder stage: records that come
     // out of order are refused as late, as the brute force above models.
-    app.args([
-        "--addr",
-        "127.0.0.1:0",
+    let app = LoomApp::loom_app([
         "--timestamps",
         "event",
         "--event-offset-us",
         "0",
         "--reorder-window-ms",
         "0",
+        "--query",
+        "valkey-p1,valkey-p2,valkey-p3",
+        "--query-at-end",
+        "--query-window-us",
+        &window,
+        "--stop-after-connections",
+        "1",
+        "--machine-output",
+        "--queue-capacity",
+        "1000000",
+        "--report-interval-s",
+        "5",
+        "--loom-path",
+        &store,
     ]);
-    let mut app = app
-        .args([
-            "--query",
-            "valkey-p1,valkey-p2,valkey-p3",
-            "--query-at-end",
-            "--query-window-us",
-            &format!("{T0},{T1}"),
-            "--stop-after-connections",
-            "1",
-            "--machine-output",
-            "--queue-capacity",
-            "1000000",
-            "--report-interval-s",
-            "5",
-            "--loom-path",
-        ])
-        .arg(dir.path().join("store"))
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start loom-app");
-    let mut lines = BufReader::new(app.stdout.take().expect("stdout")).lines();
-    let first = lines.next().expect("loom-app said nothing").expect("read");
-    let addr = first
-        .split("listening on ")
-        .nth(1)
-        .and_then(|s| s.split(',').next())
-        .unwrap_or_else(|| panic!("no address in {first:?}"))
-        .to_string();
+    let addr = app.tcp();
     let replay_cfg = ReplayConfig {
         file_path: rec.clone(),
         addr,
@@ -191,16 +156,10 @@ fn valkey_questions_match_brute_force_over_a_live_recording() {
     let stream = connect_with_retry(&replay_cfg.addr, 60.0, |_| {}).expect("connect");
     let sent = run(&replay_cfg, stream, |_| {}, || false).expect("replay");
     assert_eq!(sent.records, truth.total);
-    let rest: Vec<String> = lines.map_while(Result::ok).collect();
-    let status = app.wait().expect("loom-app exit");
-    let all = rest.join("\n");
-    assert!(status.success(), "loom-app failed: {status}\n{all}");
-    let find = |prefix: &str| {
-        rest.iter()
-            .find(|l| l.starts_with(prefix))
-            .map(|l| fields(l))
-            .unwrap_or_else(|| panic!("no {prefix} line in:\n{all}"))
-    };
+    let end = app.wait();
+    let (rest, all) = (&end.lines, end.all());
+    assert!(end.success(), "loom-app failed: {}\n{all}", end.status);
+    let find = |prefix: &str| testing::line_fields(rest, prefix);
     let stats = find("STATS ");
     assert_eq!(
         stats["dropped"], "0",

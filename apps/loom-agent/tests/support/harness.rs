@@ -1,6 +1,7 @@
-//! One harness for loom-agent's tests: starts loom-app, the agent and
-//! traced children as real processes, learns loom-app's bound addresses
-//! from its own output, and asks InfluxQL questions over its HTTP API.
+//! loom-agent's tests on top of the shared harness (`testing`, which
+//! starts loom-app on port 0 and reads its ready file): the agent and
+//! traced children as real processes, and InfluxQL questions over
+//! loom-app's HTTP API.
 
 #![allow(dead_code)]
 
@@ -23,17 +24,9 @@ pub fn cannot_run() -> Option<String> {
     None
 }
 
-/// A binary built next to the test executable (`target/<profile>/NAME`).
+/// A binary of this build (`target/<profile>/NAME`).
 pub fn sibling(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable");
-    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
-    let p = dir.join(name);
-    assert!(
-        p.exists(),
-        "{} is missing: build it first (cargo build --release -p {name})",
-        p.display()
-    );
-    p
+    testing::binary(name)
 }
 
 /// Lines of a child's stdout, read on a thread.
@@ -73,11 +66,10 @@ impl Lines {
 
 /// A running loom-app with its own store.
 pub struct App {
-    child: Child,
+    app: testing::LoomApp,
     pub addr: String,
     pub http: String,
     _dir: Option<tempfile::TempDir>,
-    pub lines: Lines,
 }
 
 impl App {
@@ -91,38 +83,26 @@ impl App {
     /// A loom-app on the store `store` listening on `addr` (a restart
     /// keeps both).
     pub fn start_on(store: &std::path::Path, addr: &str, extra: &[&str]) -> App {
-        let mut child = Command::new(sibling("loom-app"))
-            .args(["--addr", addr, "--http", "127.0.0.1:0"])
-            .args([
-                "--otlp-grpc",
-                "off",
-                "--otlp-http",
-                "off",
-                "--report-interval-s",
-                "60",
-            ])
-            .arg("--loom-path")
-            .arg(store)
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start loom-app");
-        let lines = Lines::of(child.stdout.take().expect("stdout"));
-        let l = lines.wait_for("loom-app listening on ", Duration::from_secs(30));
-        let addr = l["loom-app listening on ".len()..]
-            .split(',')
-            .next()
-            .expect("address")
-            .to_string();
-        let h = lines.wait_for("InfluxDB API on http://", Duration::from_secs(30));
-        let http = h["InfluxDB API on http://".len()..].trim().to_string();
-        App {
-            child,
+        let store = store.display().to_string();
+        let mut args = vec![
+            "--addr",
             addr,
-            http,
+            "--otlp-grpc",
+            "off",
+            "--otlp-http",
+            "off",
+            "--report-interval-s",
+            "60",
+            "--loom-path",
+            &store,
+        ];
+        args.extend_from_slice(extra);
+        let app = testing::LoomApp::loom_app(args);
+        App {
+            addr: app.tcp(),
+            http: app.http(),
+            app,
             _dir: None,
-            lines,
         }
     }
 
@@ -187,15 +167,7 @@ impl App {
     }
 
     pub fn kill(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for App {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.app.process.kill();
     }
 }
 
@@ -305,10 +277,9 @@ impl Agent {
             .into_iter()
             .find(|l| l.starts_with("AGENT "))
             .expect("AGENT summary line");
-        line.split_whitespace()
-            .skip(1)
-            .filter_map(|kv| kv.split_once('='))
-            .filter_map(|(k, v)| Some((k.to_string(), v.parse().ok()?)))
+        testing::fields(&line)
+            .into_iter()
+            .filter_map(|(k, v)| Some((k, v.parse().ok()?)))
             .collect()
     }
 }
