@@ -157,3 +157,94 @@ fn a_replay_over_tls_is_stored_whole_and_bad_clients_are_closed_alone() {
         "{err}"
     );
 }
+
+/// The acknowledged stream over TLS: ACK frames travel back through the
+/// same TLS session the frames come in (written by the receiving thread
+/// between its reads), so an acked replay ends with everything
+/// acknowledged and stored.
+#[test]
+fn an_acked_replay_over_tls_is_acknowledged_whole() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (ca, cert, key) = make_pki(dir.path(), "acked");
+    let rec = dir.path().join("p2");
+    let gen = GenConfig {
+        phase: Phase::P2,
+        duration_s: 3.0,
+        rate: 20_000.0,
+        seed: 6,
+        ..GenConfig::default()
+    };
+    generate_file(&gen, &rec).expect("generate");
+    let total = records_in(&rec);
+    let store = dir.path().join("store");
+    let mut app = Command::new(env!("CARGO_BIN_EXE_loom-app"))
+        .args([
+            "--addr",
+            "127.0.0.1:0",
+            "--http",
+            "off",
+            "--otlp-grpc",
+            "off",
+        ])
+        .args(["--otlp-http", "off", "--machine-output"])
+        .arg("--tls-cert")
+        .arg(&cert)
+        .arg("--tls-key")
+        .arg(&key)
+        .arg("--loom-path")
+        .arg(&store)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn loom-app");
+    let mut lines = BufReader::new(app.stdout.take().expect("stdout")).lines();
+    let first = lines.next().expect("a first line").expect("read");
+    let addr = first
+        .split("listening on ")
+        .nth(1)
+        .and_then(|s| s.split(',').next())
+        .expect("address in first line")
+        .to_string();
+    let cfg = ReplayConfig {
+        file_path: rec.clone(),
+        addr: addr.clone(),
+        duration_s: None,
+        speed: 1.0,
+        no_wait: true,
+        connect_timeout_s: 60.0,
+    };
+    let acked = replay::acked::AckedConfig {
+        sender_id: 0x715,
+        token: String::new(),
+        max_unacked_bytes: 64 << 20,
+        drain_timeout: Duration::from_secs(60),
+    };
+    let tls = ClientTls::from_ca_file(&ca).expect("ca");
+    let connect: telemetry::wire::resend::Connector = Box::new(move || {
+        let tcp = TcpStream::connect(&addr).map_err(|source| telemetry::WireError::Io {
+            context: "connecting",
+            source,
+        })?;
+        let s = tls
+            .connect(tcp, "localhost")
+            .map_err(|e| telemetry::WireError::BadControl(e.to_string()))?;
+        Ok(Box::new(endpoint::ClientStream::from(s)) as Box<dyn telemetry::wire::resend::Link>)
+    });
+    let s =
+        replay::acked::run(&cfg, &acked, connect, |_| {}, |_| {}, || false).expect("acked replay");
+    assert_eq!(
+        (s.records, s.acked, s.unacked_frames),
+        (total, total, 0),
+        "{s:?}"
+    );
+    Command::new("kill")
+        .args(["-INT", &app.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(app.wait().expect("wait").success());
+    let stats = lines
+        .map_while(Result::ok)
+        .find(|l| l.starts_with("STATS "))
+        .expect("STATS line");
+    assert!(stats.contains(&format!("ingested={total} ")), "{stats}");
+}

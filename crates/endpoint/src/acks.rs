@@ -33,6 +33,8 @@ pub const MAX_SENDERS: usize = 1 << 16;
 /// How long an acknowledged connection's read waits before it checks
 /// whether an ACK is due.
 pub const ACK_TICK: Duration = Duration::from_millis(20);
+/// Longest an ACK write may block (the sender does not read).
+pub const ACK_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 const HEADER_LINE: &str = "loom acknowledged senders v1";
 
 /// What the book knows of one sender.
@@ -296,6 +298,11 @@ impl<S: Read + Write + TcpBacked> Ticking<S> {
     /// Starts acknowledging `sender`'s frames, from `durable` (told in the WELCOME).
     pub fn start_acks(&mut self, book: Arc<AckBook>, sender: u64, durable: u64) -> io::Result<()> {
         self.inner.tcp_socket().set_read_timeout(Some(ACK_TICK))?;
+        // A sender that never reads its ACKs must not hold this thread
+        // forever once the socket's send buffer is full: it is closed.
+        self.inner
+            .tcp_socket()
+            .set_write_timeout(Some(ACK_WRITE_TIMEOUT))?;
         self.duty = Some(AckDuty {
             seen_version: book.version(),
             book,

@@ -15,6 +15,7 @@
 //! - [`acks`]: acknowledged senders on the stream: per-sender sequence
 //!   marks (resends recognised, durable marks kept beside the store) and
 //!   the ACK frames a receiving thread sends.
+//! - [`frames`]: a group of frames as handed to the app ([`Frames`]).
 //! - [`durable`]: waiting until the data up to a position is durable (the
 //!   acknowledgements of OTLP, `/write` and the acknowledged stream).
 //! - [`session`]: wire version 2 on a connection: the HELLO and its
@@ -32,6 +33,7 @@ pub mod acks;
 pub mod app;
 pub mod counters;
 pub mod durable;
+pub mod frames;
 pub mod output;
 pub mod pool;
 pub mod receive;

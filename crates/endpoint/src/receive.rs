@@ -17,6 +17,10 @@
 //! (REFUSE frame where the peer speaks version 2), logged, counted in
 //! `auth_refused`, and the connection closed.
 //!
+//! A sender that asks for acknowledgements ([`ReceiveConfig::acks`], see
+//! [`crate::acks`]) gets ACK frames, its resent frames are skipped, and its
+//! groups wait for room in the queue instead of being dropped.
+//!
 //! With [`ReceiveConfig::tls`] every connection first completes a TLS
 //! handshake in its own thread; one that fails (a plain-text client, a
 //! silent one) is closed alone, logged and counted as bad. The frame loop
@@ -29,115 +33,16 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crossbeam_channel::{Sender, TrySendError};
-use telemetry::raw::PayloadRecords;
 use telemetry::wire::{self, control, FrameType, Hello, Incoming, SeriesTags, Welcome};
-use telemetry::{FrameReader, Record};
+use telemetry::FrameReader;
 
 use crate::acks::{AckBook, TcpBacked, Ticking};
 use crate::counters::Counters;
 use crate::pool::BufferPool;
 use crate::session::{token_matches, SeriesContext, Session};
-
-/// A run of records in a group that share one series context (version-2
-/// senders); records of version-1 frames have none.
-#[derive(Debug, Clone)]
-pub struct Segment {
-    /// Records in the run.
-    pub records: u64,
-    /// Their context (`None`: version 1, no added tags).
-    pub context: Option<Arc<SeriesContext>>,
-}
 use crate::tls::ServerTls;
 
-/// Frames received together: their payloads back to back, which is itself
-/// a valid payload of `records` records (each a tag byte and its encoding).
-///
-/// Its bytes count as queued (see [`ReceiveConfig::max_queued_bytes`]) from
-/// when a receiver offers it until it is dropped or its buffer is taken
-/// back with [`Frames::into_payload`].
-pub struct Frames {
-    /// Arrival at this app (wall clock, µs since the Unix epoch).
-    pub arrival_us: u64,
-    payload: Vec<u8>,
-    /// Frames in the group.
-    pub frames: u64,
-    /// Records in the group.
-    pub records: u64,
-    /// Runs of records by series context, in order; empty: every record
-    /// is untagged (version 1).
-    pub segments: Vec<Segment>,
-    /// Version 2: the sequence number of the group's last data frame.
-    pub last_seq: u64,
-    /// The sender, when it wants acknowledgements: its frames up to
-    /// `last_seq` are to be made durable and acknowledged.
-    pub acked_sender: Option<u64>,
-    queued: Option<(Arc<Counters>, u64)>,
-}
-
-impl Drop for Frames {
-    fn drop(&mut self) {
-        if let Some((c, n)) = self.queued.take() {
-            c.queued_bytes.fetch_sub(n, Ordering::Relaxed);
-        }
-    }
-}
-
-impl Frames {
-    /// A group of checked payloads (`payload` must hold exactly `records`
-    /// valid records), not counted as queued.
-    pub fn new(arrival_us: u64, payload: Vec<u8>, frames: u64, records: u64) -> Frames {
-        Frames {
-            arrival_us,
-            payload,
-            frames,
-            records,
-            segments: Vec::new(),
-            last_seq: 0,
-            acked_sender: None,
-            queued: None,
-        }
-    }
-
-    /// The runs of records by series context: [`Frames::segments`], or one
-    /// untagged run of every record when it is empty.
-    pub fn runs(&self) -> Vec<Segment> {
-        if self.segments.is_empty() {
-            vec![Segment {
-                records: self.records,
-                context: None,
-            }]
-        } else {
-            self.segments.clone()
-        }
-    }
-
-    /// The payloads, back to back.
-    pub fn payload(&self) -> &[u8] {
-        &self.payload
-    }
-
-    /// Ends the group and returns its buffer (for [`BufferPool::give`]).
-    pub fn into_payload(mut self) -> Vec<u8> {
-        std::mem::take(&mut self.payload)
-    }
-
-    /// The records in wire form: `(kind, encoded bytes)`.
-    pub fn records(&self) -> PayloadRecords<'_> {
-        telemetry::raw::records(&self.payload)
-    }
-
-    /// Decodes the records into `out` (cleared first), for consumers that
-    /// need them as values.
-    pub fn decode_into(&self, out: &mut Vec<Record>) {
-        out.clear();
-        out.reserve(self.records as usize);
-        // The payload was checked on receipt, so every record decodes.
-        out.extend(
-            self.records()
-                .filter_map(|(k, b)| Record::decode(k, b).ok()),
-        );
-    }
-}
+pub use crate::frames::{Frames, Segment};
 
 /// What a receiver sends to the app's queue; each app's message type wraps
 /// these (and may carry more variants of its own).

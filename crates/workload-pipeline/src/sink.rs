@@ -4,6 +4,10 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::net::TcpStream;
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use telemetry::wire::resend::{Connector, Link, ResendConfig, ResendStats, ResendingSender};
 use telemetry::wire::{self, sender, FrameType, Hello, SeriesTags};
 use telemetry::{Batch, FrameWriter, RecordingHeader, RecordingWriter};
 
@@ -29,6 +33,9 @@ pub fn open(
 ) -> Result<Box<dyn Sink>, PipelineError> {
     Ok(match destination {
         Destination::Noop => Box::new(NoopSink),
+        Destination::Tcp(addr) if std::env::var("LOOM_STREAM_ACKED").is_ok_and(|v| v == "1") => {
+            Box::new(AckedSink::start(addr)?)
+        }
         Destination::Tcp(addr) => {
             let stream = TcpStream::connect(addr)
                 .map_err(PipelineError::io(format!("connecting to {addr}")))?;
@@ -157,6 +164,88 @@ impl Sink for TaggedSink {
         self.out
             .flush()
             .map_err(PipelineError::io("flushing frames"))
+    }
+}
+
+/// `LOOM_STREAM_ACKED=1`: wire version 2 with acknowledgements through
+/// the shared resending sender: every frame kept until loom-app says it is
+/// durable, sent again after loom-app restarts, stored once. Acknowledged
+/// records carry wall-clock times (a resend lands where the first send
+/// did): the workload's times (µs since its telemetry epoch, which starts
+/// just before the sink opens) are shifted by the wall-clock time at open.
+/// The sender waits for acknowledgements when 256 MiB are unacknowledged.
+struct AckedSink {
+    sender: ResendingSender,
+    stats: Arc<ResendStats>,
+    offset: u64,
+    payload: Vec<u8>,
+}
+
+/// Longest wait for the last acknowledgements when the workload ends.
+const ACK_DRAIN: Duration = Duration::from_secs(120);
+
+impl AckedSink {
+    fn start(addr: &str) -> Result<AckedSink, PipelineError> {
+        let offset = sender::now_us();
+        let to = addr.to_string();
+        let connect: Connector = Box::new(move || {
+            let s = TcpStream::connect(&to).map_err(|source| telemetry::WireError::Io {
+                context: "connecting",
+                source,
+            })?;
+            Ok(Box::new(s) as Box<dyn Link>)
+        });
+        let hello = Hello {
+            sender_id: telemetry::source::fnv1a64(
+                format!("{}/{}/acked", sender::hostname(), sender::own_comm()).as_bytes(),
+            ),
+            flags: 0,
+            next_seq: 1,
+            token: std::env::var("LOOM_AUTH_TOKEN").unwrap_or_default(),
+            host: sender::hostname(),
+            agent: format!("{} (workload-pipeline, acked)", sender::own_comm()),
+        };
+        let stats = Arc::new(ResendStats::default());
+        let mut s = ResendingSender::new(connect, hello, ResendConfig::default(), stats.clone());
+        let comm = sender::own_comm();
+        s.declare(SeriesTags::new(
+            WORKLOAD_SERIES,
+            &[("comm", comm.as_str())],
+        )?);
+        Ok(AckedSink {
+            sender: s,
+            stats,
+            offset,
+            payload: Vec::new(),
+        })
+    }
+}
+
+impl Sink for AckedSink {
+    fn write(&mut self, batch: &Batch) -> Result<(), PipelineError> {
+        self.payload.clear();
+        batch.encode_payload_into(&mut self.payload);
+        telemetry::raw::shift_event_times(&mut self.payload, self.offset);
+        Ok(self
+            .sender
+            .send(WORKLOAD_SERIES, batch.records.len() as u32, &self.payload)?)
+    }
+    fn flush(&mut self) -> Result<(), PipelineError> {
+        self.sender.flush();
+        Ok(self.sender.pump(Duration::ZERO)?)
+    }
+    fn finish(mut self: Box<Self>) -> Result<(), PipelineError> {
+        if self.sender.finish(ACK_DRAIN)? {
+            return Ok(());
+        }
+        Err(telemetry::WireError::BadControl(format!(
+            "{} frames were not acknowledged within {ACK_DRAIN:?} (acknowledged {} records)",
+            self.sender.unacked_frames(),
+            self.stats
+                .records_acked
+                .load(std::sync::atomic::Ordering::Relaxed)
+        ))
+        .into())
     }
 }
 

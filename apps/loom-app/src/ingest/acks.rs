@@ -54,6 +54,9 @@ impl AckTracker {
     /// Settles the groups whose held records were released: the stage
     /// released everything up to `released`, or holds nothing (`None`).
     pub fn settle(&mut self, released: Option<u64>) {
+        if self.pending.is_empty() {
+            return;
+        }
         for (sender, q) in self.pending.iter_mut() {
             let mut last = None;
             while let Some(&(seq, held_max)) = q.front() {

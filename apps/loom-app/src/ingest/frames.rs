@@ -51,12 +51,14 @@ impl Ingest {
             ready.clear();
             self.ready = ready;
         }
-        if let Some(sender) = f.acked_sender {
-            let released = self.released_through();
-            if let Some(acks) = self.acks.as_mut() {
+        // Any group's release may settle an acknowledged sender's frames
+        // (other senders' data moves the window on).
+        let released = self.released_through();
+        if let Some(acks) = self.acks.as_mut() {
+            if let Some(sender) = f.acked_sender {
                 acks.add(sender, f.last_seq, t.held_max);
-                acks.settle(released);
             }
+            acks.settle(released);
         }
         self.account(t);
     }

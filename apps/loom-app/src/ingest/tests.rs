@@ -120,3 +120,48 @@ fn event_offset_lands_at_now_or_after_the_store() {
     assert_eq!(event_offset(1_000, 5_000_000, 9_000_000), 8_999_001);
     assert_eq!(event_offset(10_000_000, 5_000, 0), 0);
 }
+
+/// An acknowledged sender's frame whose record waits in the reorder window
+/// is settled (and made durable by the next persist) once any sender's
+/// data moves the window past it: it does not wait for the acked sender's
+/// next frame.
+#[test]
+fn an_acked_group_settles_when_other_senders_move_the_window_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let (writer, _reader) = loom::open(dir.path(), loom::Config::default()).unwrap();
+    let counters = Arc::new(Counters::default());
+    let otlp = OtlpStage::new(Arc::new(otlp::Registry::new(16, [])), 0);
+    let book = Arc::new(AckBook::in_memory());
+    let cfg = IngestConfig {
+        timestamps: TimestampMode::Event,
+        event_offset_us: Some(0),
+        reorder_window_us: 1_000,
+        acks: Some(book.clone()),
+        ..config()
+    };
+    let mut ing = Ingest::new(writer, counters, cfg, otlp);
+    let flags =
+        telemetry::wire::control::HELLO_ACKS_WANTED | telemetry::wire::control::HELLO_WALL_CLOCK;
+    let mut session = endpoint::session::Session::new(telemetry::wire::Hello {
+        sender_id: 5,
+        flags,
+        next_seq: 1,
+        token: String::new(),
+        host: "h".into(),
+        agent: "t".into(),
+    });
+    let mut f = Frames::new(0, kv_read(10_000), 1, 1);
+    f.segments = vec![endpoint::Segment {
+        records: 1,
+        context: Some(session.data(1, 0).unwrap()),
+    }];
+    f.last_seq = 1;
+    f.acked_sender = Some(5);
+    ing.frames(&f);
+    assert!(!ing.acks.as_ref().unwrap().due(), "its record is held");
+    // An unacknowledged sender's later record moves the window on.
+    ing.frames(&Frames::new(0, kv_read(20_000), 1, 1));
+    assert!(ing.acks.as_ref().unwrap().due());
+    ing.persist();
+    assert_eq!(book.durable(5), 1);
+}

@@ -538,3 +538,6 @@ impl ResendingSender {
         self.stats.acked_seq.load(Ordering::Relaxed)
     }
 }
+
+#[cfg(test)]
+mod tests;
