@@ -176,35 +176,27 @@ fn an_acked_replay_over_tls_is_acknowledged_whole() {
     };
     generate_file(&gen, &rec).expect("generate");
     let total = records_in(&rec);
-    let store = dir.path().join("store");
-    let mut app = Command::new(env!("CARGO_BIN_EXE_loom-app"))
-        .args([
-            "--addr",
-            "127.0.0.1:0",
-            "--http",
-            "off",
-            "--otlp-grpc",
-            "off",
-        ])
-        .args(["--otlp-http", "off", "--machine-output"])
-        .arg("--tls-cert")
-        .arg(&cert)
-        .arg("--tls-key")
-        .arg(&key)
-        .arg("--loom-path")
-        .arg(&store)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn loom-app");
-    let mut lines = BufReader::new(app.stdout.take().expect("stdout")).lines();
-    let first = lines.next().expect("a first line").expect("read");
-    let addr = first
-        .split("listening on ")
-        .nth(1)
-        .and_then(|s| s.split(',').next())
-        .expect("address in first line")
-        .to_string();
+    let (cert_arg, key_arg, store) = (
+        cert.display().to_string(),
+        key.display().to_string(),
+        dir.path().join("store").display().to_string(),
+    );
+    let app = LoomApp::loom_app([
+        "--http",
+        "off",
+        "--otlp-grpc",
+        "off",
+        "--otlp-http",
+        "off",
+        "--machine-output",
+        "--tls-cert",
+        &cert_arg,
+        "--tls-key",
+        &key_arg,
+        "--loom-path",
+        &store,
+    ]);
+    let addr = app.tcp();
     let cfg = ReplayConfig {
         file_path: rec.clone(),
         addr: addr.clone(),
@@ -237,14 +229,10 @@ fn an_acked_replay_over_tls_is_acknowledged_whole() {
         (total, total, 0),
         "{s:?}"
     );
-    Command::new("kill")
-        .args(["-INT", &app.id().to_string()])
-        .status()
-        .expect("kill -INT");
-    assert!(app.wait().expect("wait").success());
-    let stats = lines
-        .map_while(Result::ok)
-        .find(|l| l.starts_with("STATS "))
-        .expect("STATS line");
+    let end = app.stop();
+    assert!(end.success(), "{}", end.stderr);
+    let stats = end
+        .line("STATS ")
+        .unwrap_or_else(|| panic!("no STATS line in {:?}", end.lines));
     assert!(stats.contains(&format!("ingested={total} ")), "{stats}");
 }
