@@ -43,6 +43,7 @@ mod schedule;
 mod source_table;
 mod sources;
 mod store;
+mod write;
 
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -130,7 +131,6 @@ fn main() -> anyhow::Result<()> {
         println!("TCP ingest is TLS only (certificate {})", cert.display());
     }
 
-    let http_server = http::start(&cli, reader.clone())?;
     let start = Instant::now();
     let series = Arc::new(endpoint::SeriesLimit::new(cli.max_series));
     let counters = Arc::new(Counters {
@@ -190,6 +190,12 @@ fn main() -> anyhow::Result<()> {
             mark,
         },
     ));
+    let writes = Arc::new(write::LineSink::new(
+        intake.clone(),
+        cli.http_max_write_bytes,
+        writer.max_record_size(),
+    ));
+    let http_server = http::start(&cli, reader.clone(), Some(writes))?;
     let otlp_servers = otlp_ingest::start(&cli, intake, token.as_deref())?;
     {
         let (recv, pool) = (counters.recv.clone(), pool.clone());
