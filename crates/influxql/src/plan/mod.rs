@@ -5,13 +5,17 @@
 
 pub mod catalog;
 pub mod condition;
+pub mod pattern;
 pub mod select;
 pub mod show;
 
 use loom::FieldDef;
 
 pub use catalog::{Catalog, Series};
-pub use condition::{index_range, FieldPredicate, Filters, Operand, TagPredicate, TimeBounds};
+pub use condition::{
+    index_range, FieldPredicate, Filters, Operand, TagMatch, TagPredicate, TagTree, TimeBounds,
+};
+pub use pattern::Pattern;
 
 use crate::error::Result;
 use crate::parse::Statement;

@@ -92,7 +92,7 @@ fn plan_call(
 fn groups(catalog: &Catalog, measurement: &str, filters: &Filters, keys: &[String]) -> Vec<Group> {
     let mut out: BTreeMap<Vec<(String, String)>, Vec<Series>> = BTreeMap::new();
     for s in catalog.measurements.get(measurement).into_iter().flatten() {
-        if !filters.tags.iter().all(|p| p.holds(s.schema.tag(&p.key))) {
+        if !filters.series_match(&s.schema) {
             continue;
         }
         let key = keys
