@@ -12,7 +12,7 @@ use crate::exec::page::{add_series, page};
 use crate::exec::rank::influx_rank;
 use crate::exec::value::{value_cmp, Sum};
 use crate::parse::CompareOp;
-use crate::plan::{index_range, AggregatePlan, Call, Func, Group, Operand};
+use crate::plan::{index_range, AggregatePlan, Call, FillPlan, Func, Group, Operand};
 use crate::result::{Cell, SeriesResult, StatementResult};
 
 /// One function's value and, for selectors, the selected point's time (µs).
@@ -313,6 +313,126 @@ fn bucket(
     ))
 }
 
+/// Rows of a group's buckets (time in ns, cells or `None` when empty),
+/// empty ones filled as `how` says.
+fn fill(how: &FillPlan, calls: &[Call], buckets: Vec<(i128, Option<Vec<Cell>>)>) -> Vec<Vec<Cell>> {
+    let row = |t: i128, cells: Vec<Cell>| {
+        let mut r = Vec::with_capacity(cells.len() + 1);
+        r.push(Cell::Time(t));
+        r.extend(cells);
+        r
+    };
+    match how {
+        FillPlan::None => buckets
+            .into_iter()
+            .filter_map(|(t, c)| c.map(|c| row(t, c)))
+            .collect(),
+        FillPlan::Null => buckets
+            .into_iter()
+            .map(|(t, c)| {
+                let c = c.unwrap_or_else(|| {
+                    calls
+                        .iter()
+                        .map(|c| match c.func {
+                            Func::Count => Cell::UInt(0),
+                            _ => Cell::Null,
+                        })
+                        .collect()
+                });
+                row(t, c)
+            })
+            .collect(),
+        FillPlan::Value(v) => buckets
+            .into_iter()
+            .map(|(t, c)| row(t, c.unwrap_or_else(|| vec![v.clone(); calls.len()])))
+            .collect(),
+        FillPlan::Previous => {
+            // A column's last non-null value carries into empty buckets.
+            let mut last = vec![Cell::Null; calls.len()];
+            buckets
+                .into_iter()
+                .map(|(t, c)| match c {
+                    Some(c) => {
+                        for (l, v) in last.iter_mut().zip(&c) {
+                            if *v != Cell::Null {
+                                *l = v.clone();
+                            }
+                        }
+                        row(t, c)
+                    }
+                    None => row(t, last.clone()),
+                })
+                .collect()
+        }
+        FillPlan::Linear => linear(calls.len(), buckets)
+            .into_iter()
+            .map(|(t, c)| row(t, c))
+            .collect(),
+    }
+}
+
+/// `fill(linear)`: per column, an empty bucket between two values gets
+/// InfluxDB 1.x's `linearFloat` / `linearInteger` of them (slope per ns,
+/// integer division for integers); before the first and after the last
+/// value it stays null.
+fn linear(width: usize, buckets: Vec<(i128, Option<Vec<Cell>>)>) -> Vec<(i128, Vec<Cell>)> {
+    let mut out: Vec<(i128, Vec<Cell>)> = buckets
+        .into_iter()
+        .map(|(t, c)| (t, c.unwrap_or_else(|| vec![Cell::Null; width])))
+        .collect();
+    let filled: Vec<bool> = out.iter().map(|(_, c)| c.iter().any(|v| *v != Cell::Null)).collect();
+    for col in 0..width {
+        let mut prev: Option<usize> = None;
+        for k in 0..out.len() {
+            if out[k].1[col] == Cell::Null {
+                continue;
+            }
+            if let Some(p) = prev {
+                for m in p + 1..k {
+                    if filled[m] {
+                        continue;
+                    }
+                    let v = interpolate(out[m].0, (out[p].0, &out[p].1[col]), (out[k].0, &out[k].1[col]));
+                    out[m].1[col] = v;
+                }
+            }
+            prev = Some(k);
+        }
+    }
+    out
+}
+
+fn interpolate(t: i128, (pt, pv): (i128, &Cell), (nt, nv): (i128, &Cell)) -> Cell {
+    let int = |c: &Cell| match c {
+        Cell::UInt(u) => Some(i128::from(*u)),
+        Cell::Int(i) => Some(i128::from(*i)),
+        _ => None,
+    };
+    let float = |c: &Cell| match c {
+        Cell::UInt(u) => Some(*u as f64),
+        Cell::Int(i) => Some(*i as f64),
+        Cell::Float(f) => Some(*f),
+        _ => None,
+    };
+    match (int(pv), int(nv)) {
+        (Some(a), Some(b)) => {
+            let m = (b - a) / (nt - pt);
+            let v = m * (t - pt) + a;
+            match pv {
+                Cell::UInt(_) if v >= 0 => Cell::UInt(v as u64),
+                _ => i64::try_from(v).map_or(Cell::Null, Cell::Int),
+            }
+        }
+        _ => match (float(pv), float(nv)) {
+            (Some(a), Some(b)) => {
+                let m = (b - a) / (nt - pt) as f64;
+                Cell::Float(m * (t - pt) as f64 + a)
+            }
+            _ => Cell::Null,
+        },
+    }
+}
+
 /// Runs an aggregate plan.
 pub fn execute(
     snap: &Snapshot,
@@ -361,34 +481,27 @@ pub fn execute(
                 if t0 > t1 {
                     continue;
                 }
-                let start = t0 - t0 % iv;
-                let n_buckets = (t1 - start) / iv + 1;
+                // Buckets start `offset` past multiples of the interval; the
+                // first is the one holding t0 (it may start before the epoch).
+                let (t0i, t1i, ivi) = (i128::from(t0), i128::from(t1), i128::from(iv));
+                let off = i128::from(plan.bucket_offset_us);
+                let start = t0i - (t0i - off).rem_euclid(ivi);
+                let n_buckets = (t1i - start) / ivi + 1;
                 limits.rows(usize::try_from(n_buckets).unwrap_or(usize::MAX))?;
                 let mut any = false;
+                let mut buckets: Vec<(i128, Option<Vec<Cell>>)> = Vec::new();
                 let mut b = start;
-                loop {
-                    let w = (b.max(t0), b.saturating_add(iv - 1).min(t1));
-                    let (points, cells) = bucket(snap, plan, group, w, limits, access)?;
+                while b <= t1i {
+                    let lo = b.max(t0i) as u64;
+                    let hi = (b + ivi - 1).min(t1i) as u64;
+                    let (points, cells) = bucket(snap, plan, group, (lo, hi), limits, access)?;
                     any |= points > 0;
-                    if points > 0 {
-                        let mut row = vec![Cell::Time(i128::from(b) * 1000)];
-                        row.extend(cells.into_iter().map(|(c, _)| c));
-                        rows.push(row);
-                    } else if !plan.fill_none {
-                        let mut row = vec![Cell::Time(i128::from(b) * 1000)];
-                        row.extend(plan.calls.iter().map(|c| match c.func {
-                            Func::Count => Cell::UInt(0),
-                            _ => Cell::Null,
-                        }));
-                        rows.push(row);
-                    }
-                    match b.checked_add(iv) {
-                        Some(n) if n <= t1 => b = n,
-                        _ => break,
-                    }
+                    let cells = (points > 0).then(|| cells.into_iter().map(|(c, _)| c).collect());
+                    buckets.push((b * 1000, cells));
+                    b += ivi;
                 }
-                if !any {
-                    rows.clear();
+                if any {
+                    rows = fill(&plan.fill, &plan.calls, buckets);
                 }
             }
         }

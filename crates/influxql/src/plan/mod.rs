@@ -20,17 +20,22 @@ pub use pattern::Pattern;
 use crate::error::Result;
 use crate::parse::Statement;
 
-/// The statements of the subset's `SHOW` family.
+/// The statements of the subset's `SHOW` family, resolved against the
+/// catalog (WHERE conditions already applied to the series).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ShowPlan {
     /// Loom's one database.
     Databases,
-    /// Every measurement, at most `limit`.
-    Measurements(Option<u64>),
+    /// Loom's one retention policy.
+    RetentionPolicies,
+    /// Measurement names, sorted.
+    Measurements(Vec<String>),
+    /// Series keys (`m,k=v,…`), sorted.
+    Series(Vec<String>),
     /// Tag keys, per measurement.
-    TagKeys(Option<String>),
-    /// Values of one tag key, per measurement.
-    TagValues(Option<String>, String),
+    TagKeys(Vec<(String, Vec<String>)>),
+    /// (key, value) pairs, per measurement.
+    TagValues(Vec<(String, Vec<(String, String)>)>),
     /// Field keys and types, per measurement.
     FieldKeys(Option<String>),
 }
@@ -90,8 +95,11 @@ pub struct AggregatePlan {
     pub time: TimeBounds,
     /// `GROUP BY time(…)` bucket width in µs.
     pub interval_us: Option<u64>,
-    /// `fill(none)`: leave out empty buckets.
-    pub fill_none: bool,
+    /// `GROUP BY time(d, offset)`: buckets start at `offset` (µs, in
+    /// `[0, d)`) past multiples of `d`.
+    pub bucket_offset_us: u64,
+    /// What empty buckets show.
+    pub fill: FillPlan,
     /// Functions, in projection order.
     pub calls: Vec<Call>,
     /// Field predicates.
@@ -104,6 +112,23 @@ pub struct AggregatePlan {
     pub limit: Option<u64>,
     /// Rows skipped per series.
     pub offset: u64,
+}
+
+/// What an empty `GROUP BY time` bucket shows (InfluxDB 1.x's `fill`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum FillPlan {
+    /// `fill(null)` (the default): null, `count()` 0.
+    Null,
+    /// `fill(none)`: the bucket is left out.
+    None,
+    /// `fill(N)`: the number, in every column.
+    Value(crate::result::Cell),
+    /// `fill(previous)`: the column's value in the bucket before (null
+    /// before the first value).
+    Previous,
+    /// `fill(linear)`: on the line between the nearest values before and
+    /// after (integers in integer arithmetic, as InfluxDB); null outside.
+    Linear,
 }
 
 /// What a raw-select column shows.

@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use crate::error::{Error, Result};
 use crate::parse::{CallArg, Dimension, Expr, Fill, Literal, Projected, SelectStatement};
 use crate::plan::{
-    AggregatePlan, Call, Catalog, Column, Filters, Func, Group, Plan, RawPlan, Series,
+    AggregatePlan, Call, Catalog, Column, FillPlan, Filters, Func, Group, Plan, RawPlan, Series,
 };
+use crate::result::Cell;
 
 fn unique_column(name: &str, taken: &mut BTreeMap<String, u32>) -> String {
     // InfluxDB names repeated columns max, max_1, max_2, …
@@ -114,13 +115,11 @@ pub fn plan_select(s: &SelectStatement, catalog: &Catalog, now_ns: i128) -> Resu
     }
     let filters = Filters::plan(s.condition.as_ref(), catalog, &measurement, now_ns)?;
     let mut interval_us = None;
-    let mut tag_keys = Vec::new();
+    let mut bucket_offset_us = 0u64;
+    let mut tag_keys: Vec<String> = Vec::new();
     for d in &s.group_by {
         match d {
-            Dimension::Time {
-                offset: Some(_), ..
-            } => return Err(Error::Unsupported("GROUP BY time() with an offset".into())),
-            Dimension::Time { interval, .. } => {
+            Dimension::Time { interval, offset } => {
                 if interval.0 <= 0 || interval.0 % 1000 != 0 {
                     return Err(Error::Unsupported(format!(
                         "GROUP BY time({interval}): intervals must be positive whole microseconds"
@@ -128,6 +127,15 @@ pub fn plan_select(s: &SelectStatement, catalog: &Catalog, now_ns: i128) -> Resu
                 }
                 if interval_us.replace(interval.0 as u64 / 1000).is_some() {
                     return Err(Error::Plan("GROUP BY time() appears twice".into()));
+                }
+                if let Some(o) = offset {
+                    if o.0 % 1000 != 0 {
+                        return Err(Error::Unsupported(format!(
+                            "GROUP BY time({interval}, {o}): offsets must be whole microseconds"
+                        )));
+                    }
+                    // As InfluxDB: the offset modulo the interval, never negative.
+                    bucket_offset_us = (o.0 / 1000).rem_euclid(interval.0 / 1000) as u64;
                 }
             }
             Dimension::Tag(t) => {
@@ -138,18 +146,28 @@ pub fn plan_select(s: &SelectStatement, catalog: &Catalog, now_ns: i128) -> Resu
                 }
                 tag_keys.push(t.0.clone());
             }
-            Dimension::Wildcard => return Err(Error::Unsupported("GROUP BY *".into())),
+            Dimension::Wildcard => {
+                // Every tag key of the measurement, as InfluxDB expands `*`.
+                tag_keys.extend(catalog.tag_keys(&measurement));
+            }
         }
     }
-    let fill_name = match &s.fill {
-        None | Some(Fill::Null) | Some(Fill::None) => None,
-        Some(Fill::Previous) => Some("fill(previous)".to_string()),
-        Some(Fill::Linear) => Some("fill(linear)".to_string()),
-        Some(Fill::Value(v)) => Some(format!("fill({v})")),
+    tag_keys.sort();
+    tag_keys.dedup();
+    let fill = match &s.fill {
+        None | Some(Fill::Null) => FillPlan::Null,
+        Some(Fill::None) => FillPlan::None,
+        Some(Fill::Previous) => FillPlan::Previous,
+        Some(Fill::Linear) => FillPlan::Linear,
+        Some(Fill::Value(Literal::Integer(v))) => match i64::try_from(*v) {
+            Ok(v) => FillPlan::Value(Cell::Int(v)),
+            Err(_) => FillPlan::Value(Cell::Float(*v as f64)),
+        },
+        Some(Fill::Value(Literal::Float(v))) => FillPlan::Value(Cell::Float(*v)),
+        Some(Fill::Value(v)) => {
+            return Err(Error::Plan(format!("fill({v}): a number, null, none, previous or linear")))
+        }
     };
-    if let Some(f) = fill_name {
-        return Err(Error::Unsupported(f));
-    }
     let groups = groups(catalog, &measurement, &filters, &tag_keys);
     let calls: Vec<_> = s
         .fields
@@ -236,7 +254,8 @@ pub fn plan_select(s: &SelectStatement, catalog: &Catalog, now_ns: i128) -> Resu
             groups,
             time,
             interval_us,
-            fill_none: matches!(s.fill, Some(Fill::None)),
+            bucket_offset_us,
+            fill,
             calls: out,
             fields: filters.fields,
             selector_time,
