@@ -148,7 +148,10 @@ fn api_answers_like_influxdb_1x() {
     );
     let (st, _, body) = get(
         &addr,
-        &format!("q={}", enc("SELECT * FROM kv WHERE op = 'a' OR op = 'b'")),
+        &format!(
+            "q={}",
+            enc("SELECT * FROM kv WHERE duration_us > 1 OR op = 'b'")
+        ),
         "",
     );
     assert_eq!(st, 400);

@@ -12,7 +12,10 @@ use crate::exec::page::{add_series, page};
 use crate::exec::rank::influx_rank;
 use crate::exec::value::{value_cmp, Sum};
 use crate::parse::CompareOp;
-use crate::plan::{index_range, AggregatePlan, Call, FillPlan, Func, Group, Operand};
+use crate::parse::MathOp;
+use crate::plan::{
+    index_range, AggregatePlan, Call, FillPlan, Func, Group, Operand, Out, Transform,
+};
 use crate::result::{Cell, SeriesResult, StatementResult};
 
 /// One function's value and, for selectors, the selected point's time (µs).
@@ -27,6 +30,8 @@ struct Acc {
     pick: Option<(Value, u64)>,
     /// Values and times, for percentiles answered by scanning.
     values: Vec<(Value, u64)>,
+    /// `spread()`'s largest value (`pick` holds the smallest).
+    spread_hi: Option<Value>,
 }
 
 impl Acc {
@@ -56,7 +61,44 @@ impl Acc {
                     self.pick = Some((v, ts));
                 }
             }
-            Func::Percentile(_) => self.values.push((v, ts)),
+            Func::Percentile(_)
+            | Func::Stddev
+            | Func::Median
+            | Func::Mode
+            | Func::CountDistinct => self.values.push((v, ts)),
+            Func::First | Func::Last => {
+                // InfluxDB's FirstReduce / LastReduce: earliest (latest)
+                // time, a tie going to the larger value.
+                let better = match self.pick {
+                    None => true,
+                    Some((p, pt)) => {
+                        let earlier = if func == Func::First {
+                            ts < pt
+                        } else {
+                            ts > pt
+                        };
+                        earlier || (ts == pt && value_cmp(v, p).is_gt())
+                    }
+                };
+                if better {
+                    self.pick = Some((v, ts));
+                }
+            }
+            Func::Spread => {
+                self.count += 1;
+                let (lo, hi) = match self.pick {
+                    None => (v, v),
+                    Some((lo, _)) => {
+                        let hi = self.spread_hi.unwrap_or(lo);
+                        (
+                            if value_cmp(v, lo).is_lt() { v } else { lo },
+                            if value_cmp(v, hi).is_gt() { v } else { hi },
+                        )
+                    }
+                };
+                self.pick = Some((lo, 0));
+                self.spread_hi = Some(hi);
+            }
         }
     }
 
@@ -85,8 +127,92 @@ impl Acc {
                 }
                 (v.into(), Some(self.values[i].1))
             }
+            Func::First | Func::Last => match self.pick {
+                Some((v, t)) => (v.into(), Some(t)),
+                None => (Cell::Null, None),
+            },
+            Func::Spread => match (self.pick, self.spread_hi) {
+                (Some((lo, _)), Some(hi)) => (difference(hi, lo), None),
+                _ => (Cell::Null, None),
+            },
+            Func::Stddev => (stddev(&self.values), None),
+            Func::Median => (median(&mut self.values), None),
+            Func::Mode => (mode(&mut self.values), None),
+            Func::CountDistinct => {
+                let mut v: Vec<Value> = self.values.iter().map(|p| p.0).collect();
+                v.sort_unstable_by(|a, b| value_cmp(*a, *b));
+                v.dedup_by(|a, b| value_cmp(*a, *b).is_eq());
+                (Cell::UInt(v.len() as u64), None)
+            }
         }
     }
+}
+
+/// `a - b` as InfluxDB types it: integers stay integers.
+fn difference(a: Value, b: Value) -> Cell {
+    match (a, b) {
+        (Value::Unsigned(x), Value::Unsigned(y)) => Cell::UInt(x.wrapping_sub(y)),
+        (Value::Signed(x), Value::Signed(y)) => Cell::Int(x.wrapping_sub(y)),
+        (x, y) => Cell::Float(x.as_f64() - y.as_f64()),
+    }
+}
+
+/// InfluxDB 1.x's sample standard deviation: an incremental mean, then
+/// the squared deviations summed in point order; null below two values.
+fn stddev(values: &[(Value, u64)]) -> Cell {
+    if values.len() < 2 {
+        return Cell::Null;
+    }
+    let mut mean = 0.0f64;
+    let mut count = 0usize;
+    for (v, _) in values {
+        count += 1;
+        mean += (v.as_f64() - mean) / count as f64;
+    }
+    let variance: f64 = values
+        .iter()
+        .map(|(v, _)| (v.as_f64() - mean).powi(2))
+        .sum();
+    Cell::Float((variance / (count - 1) as f64).sqrt())
+}
+
+/// InfluxDB 1.x's median: the middle value, or `lo + (hi - lo) / 2` of
+/// the two middle ones, as a float.
+fn median(values: &mut [(Value, u64)]) -> Cell {
+    if values.is_empty() {
+        return Cell::Null;
+    }
+    values.sort_unstable_by(|a, b| value_cmp(a.0, b.0));
+    let n = values.len();
+    if n % 2 == 1 {
+        return Cell::Float(values[n / 2].0.as_f64());
+    }
+    let (lo, hi) = (values[n / 2 - 1].0, values[n / 2].0);
+    let half = match (lo, hi) {
+        (Value::Signed(a), Value::Signed(b)) => (b - a) as f64 / 2.0,
+        (Value::Unsigned(a), Value::Unsigned(b)) => (b - a) as f64 / 2.0,
+        (a, b) => (b.as_f64() - a.as_f64()) / 2.0,
+    };
+    Cell::Float(lo.as_f64() + half)
+}
+
+/// InfluxDB 1.x's mode: the most frequent value, a tie going to the smallest.
+fn mode(values: &mut [(Value, u64)]) -> Cell {
+    values.sort_unstable_by(|a, b| value_cmp(a.0, b.0));
+    let mut best: Option<(Value, usize)> = None;
+    let mut k = 0;
+    while k < values.len() {
+        let v = values[k].0;
+        let mut j = k;
+        while j < values.len() && value_cmp(values[j].0, v).is_eq() {
+            j += 1;
+        }
+        if best.is_none_or(|(_, n)| j - k > n) {
+            best = Some((v, j - k));
+        }
+        k = j;
+    }
+    best.map_or(Cell::Null, |(v, _)| v.into())
 }
 
 /// Whether `call` over `group` can be answered from the index alone.
@@ -97,10 +223,11 @@ fn indexed(call: &Call, group: &Group, plan: &AggregatePlan) -> bool {
     match call.func {
         Func::Count => true,
         Func::Percentile(_) if group.series.len() != 1 => false,
-        _ => group
+        Func::Sum | Func::Min | Func::Max | Func::Mean | Func::Percentile(_) => group
             .series
             .iter()
             .all(|s| s.index_field() == Some(call.field.name())),
+        _ => false,
     }
 }
 
@@ -380,7 +507,10 @@ fn linear(width: usize, buckets: Vec<(i128, Option<Vec<Cell>>)>) -> Vec<(i128, V
         .into_iter()
         .map(|(t, c)| (t, c.unwrap_or_else(|| vec![Cell::Null; width])))
         .collect();
-    let filled: Vec<bool> = out.iter().map(|(_, c)| c.iter().any(|v| *v != Cell::Null)).collect();
+    let filled: Vec<bool> = out
+        .iter()
+        .map(|(_, c)| c.iter().any(|v| *v != Cell::Null))
+        .collect();
     for col in 0..width {
         let mut prev: Option<usize> = None;
         for k in 0..out.len() {
@@ -392,7 +522,11 @@ fn linear(width: usize, buckets: Vec<(i128, Option<Vec<Cell>>)>) -> Vec<(i128, V
                     if filled[m] {
                         continue;
                     }
-                    let v = interpolate(out[m].0, (out[p].0, &out[p].1[col]), (out[k].0, &out[k].1[col]));
+                    let v = interpolate(
+                        out[m].0,
+                        (out[p].0, &out[p].1[col]),
+                        (out[k].0, &out[k].1[col]),
+                    );
                     out[m].1[col] = v;
                 }
             }
@@ -433,6 +567,173 @@ fn interpolate(t: i128, (pt, pv): (i128, &Cell), (nt, nv): (i128, &Cell)) -> Cel
     }
 }
 
+/// A group's rows (time, then each call's cell) turned into the output
+/// columns: arithmetic row by row; transformations over the column's
+/// non-null values, joined back by time (a transformation starts later:
+/// its missing rows are null, rows null in every column are left out).
+fn outputs(outs: &[(String, Out)], rows: Vec<Vec<Cell>>) -> Vec<Vec<Cell>> {
+    let times: Vec<i128> = rows
+        .iter()
+        .map(|r| match r.first() {
+            Some(Cell::Time(t)) => *t,
+            _ => 0,
+        })
+        .collect();
+    let mut joined: std::collections::BTreeMap<i128, Vec<Cell>> = Default::default();
+    let width = outs.len();
+    for (col, (_, o)) in outs.iter().enumerate() {
+        let values: Vec<(i128, Cell)> = match o {
+            Out::Transform(t, k) => {
+                let input: Vec<(i128, Cell)> = rows
+                    .iter()
+                    .zip(&times)
+                    .filter_map(|(r, t)| {
+                        r.get(k + 1)
+                            .filter(|c| **c != Cell::Null)
+                            .map(|c| (*t, c.clone()))
+                    })
+                    .collect();
+                transform(*t, &input)
+            }
+            o => rows
+                .iter()
+                .zip(&times)
+                .map(|(r, t)| (*t, eval(o, &r[1..])))
+                .collect(),
+        };
+        for (t, v) in values {
+            joined.entry(t).or_insert_with(|| vec![Cell::Null; width])[col] = v;
+        }
+    }
+    joined
+        .into_iter()
+        .filter(|(_, cells)| cells.iter().any(|c| *c != Cell::Null))
+        .map(|(t, cells)| {
+            let mut r = vec![Cell::Time(t)];
+            r.extend(cells);
+            r
+        })
+        .collect()
+}
+
+/// A number as an exact integer, when it is one.
+fn as_int(c: &Cell) -> Option<i128> {
+    match c {
+        Cell::UInt(u) => Some(i128::from(*u)),
+        Cell::Int(i) => Some(i128::from(*i)),
+        _ => None,
+    }
+}
+
+fn as_float(c: &Cell) -> Option<f64> {
+    match c {
+        Cell::UInt(u) => Some(*u as f64),
+        Cell::Int(i) => Some(*i as f64),
+        Cell::Float(f) => Some(*f),
+        _ => None,
+    }
+}
+
+fn int_cell(v: i128) -> Cell {
+    i64::try_from(v).map_or(Cell::Float(v as f64), Cell::Int)
+}
+
+/// `a op b` as InfluxQL computes it: integers stay integers for `+ - *`,
+/// `/` is a float; null when either is null or the divisor is zero.
+fn apply(op: MathOp, a: &Cell, b: &Cell) -> Cell {
+    if let (Some(x), Some(y), true) = (as_int(a), as_int(b), op != MathOp::Div) {
+        return match op {
+            MathOp::Add => int_cell(x + y),
+            MathOp::Sub => int_cell(x - y),
+            _ => x.checked_mul(y).map_or(Cell::Null, int_cell),
+        };
+    }
+    let (Some(x), Some(y)) = (as_float(a), as_float(b)) else {
+        return Cell::Null;
+    };
+    match op {
+        MathOp::Add => Cell::Float(x + y),
+        MathOp::Sub => Cell::Float(x - y),
+        MathOp::Mul => Cell::Float(x * y),
+        MathOp::Div if y == 0.0 => Cell::Null,
+        MathOp::Div => Cell::Float(x / y),
+    }
+}
+
+/// An arithmetic output over one row's call cells. Recursion is bounded by
+/// the parser's depth limit.
+fn eval(o: &Out, cells: &[Cell]) -> Cell {
+    match o {
+        Out::Call(k) => cells.get(*k).cloned().unwrap_or(Cell::Null),
+        Out::Number(c) => c.clone(),
+        Out::Math { first, rest } => {
+            let mut acc = eval(first, cells);
+            for (op, x) in rest {
+                acc = apply(*op, &acc, &eval(x, cells));
+            }
+            acc
+        }
+        Out::Transform(..) => Cell::Null,
+    }
+}
+
+/// A transformation over one column's non-null (time ns, value) points.
+fn transform(t: Transform, input: &[(i128, Cell)]) -> Vec<(i128, Cell)> {
+    let mut out = Vec::new();
+    match t {
+        Transform::Derivative {
+            unit_ns,
+            non_negative,
+        } => {
+            for w in input.windows(2) {
+                let (Some(a), Some(b)) = (as_float(&w[0].1), as_float(&w[1].1)) else {
+                    continue;
+                };
+                let elapsed = (w[1].0 - w[0].0) as f64 / unit_ns as f64;
+                let d = (b - a) / elapsed;
+                if !(non_negative && d < 0.0) {
+                    out.push((w[1].0, Cell::Float(d)));
+                }
+            }
+        }
+        Transform::Difference { non_negative } => {
+            for w in input.windows(2) {
+                let d = apply(MathOp::Sub, &w[1].1, &w[0].1);
+                let negative = as_float(&d).is_some_and(|x| x < 0.0);
+                if !(non_negative && negative) {
+                    out.push((w[1].0, d));
+                }
+            }
+        }
+        Transform::MovingAverage(n) => {
+            if n <= input.len() {
+                for k in n - 1..input.len() {
+                    let window = &input[k + 1 - n..=k];
+                    let sum: f64 = window.iter().filter_map(|(_, v)| as_float(v)).sum();
+                    out.push((input[k].0, Cell::Float(sum / n as f64)));
+                }
+            }
+        }
+        Transform::CumulativeSum => {
+            let mut acc: Option<Cell> = None;
+            for (t, v) in input {
+                let next = match &acc {
+                    None => v.clone(),
+                    Some(a) => apply(MathOp::Add, a, v),
+                };
+                out.push((*t, next.clone()));
+                acc = Some(next);
+            }
+        }
+        Transform::Elapsed(unit) => {
+            for w in input.windows(2) {
+                out.push((w[1].0, int_cell((w[1].0 - w[0].0) / i128::from(unit))));
+            }
+        }
+    }
+    out
+}
+
 /// Runs an aggregate plan.
 pub fn execute(
     snap: &Snapshot,
@@ -442,7 +743,10 @@ pub fn execute(
 ) -> Result<StatementResult> {
     let mut result = StatementResult::default();
     let mut columns = vec!["time".to_string()];
-    columns.extend(plan.calls.iter().map(|c| c.column.clone()));
+    match &plan.outputs {
+        Some(outs) => columns.extend(outs.iter().map(|(n, _)| n.clone())),
+        None => columns.extend(plan.calls.iter().map(|c| c.column.clone())),
+    }
     let mut total_rows = 0usize;
     for group in &plan.groups {
         let Some((mut t0, t1)) = plan.time.to_us() else {
@@ -504,6 +808,9 @@ pub fn execute(
                     rows = fill(&plan.fill, &plan.calls, buckets);
                 }
             }
+        }
+        if let Some(outs) = &plan.outputs {
+            rows = outputs(outs, rows);
         }
         let series = SeriesResult {
             name: plan.measurement.clone(),

@@ -36,10 +36,16 @@ pub fn execute(catalog: &Catalog, plan: &ShowPlan) -> StatementResult {
         ShowPlan::RetentionPolicies => series.push(SeriesResult {
             name: String::new(),
             tags: Vec::new(),
-            columns: ["name", "duration", "shardGroupDuration", "replicaN", "default"]
-                .iter()
-                .map(|c| c.to_string())
-                .collect(),
+            columns: [
+                "name",
+                "duration",
+                "shardGroupDuration",
+                "replicaN",
+                "default",
+            ]
+            .iter()
+            .map(|c| c.to_string())
+            .collect(),
             values: vec![vec![
                 Cell::Str(RETENTION_POLICY.into()),
                 Cell::Str("0s".into()),

@@ -152,7 +152,9 @@ impl fmt::Display for ShowStatement {
                         (false, _) => "!=",
                     };
                     match l {
-                        Literal::String(s) => write!(f, " WITH MEASUREMENT {op} {}", Ident(s.clone()))?,
+                        Literal::String(s) => {
+                            write!(f, " WITH MEASUREMENT {op} {}", Ident(s.clone()))?
+                        }
                         l => write!(f, " WITH MEASUREMENT {op} {l}")?,
                     }
                 }

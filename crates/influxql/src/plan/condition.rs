@@ -10,8 +10,8 @@
 use loom::{FieldDef, Value};
 
 use crate::error::{Error, Result};
-use crate::parse::{ArithOp, CompareOp, Condition, Expr, Literal};
 use crate::parse::depth::MAX_DEPTH;
+use crate::parse::{ArithOp, CompareOp, Condition, Expr, Literal};
 use crate::plan::catalog::Catalog;
 use crate::plan::pattern::Pattern;
 
@@ -245,7 +245,9 @@ fn time_operand(e: &Expr, now_ns: i128) -> Result<i128> {
         }
         Expr::Literal(Literal::String(s)) => parse_rfc3339(s)?,
         Expr::Literal(Literal::Regex(_)) => {
-            return Err(Error::Plan(format!("time compared with a regular expression ({e})")))
+            return Err(Error::Plan(format!(
+                "time compared with a regular expression ({e})"
+            )))
         }
         Expr::Arith { .. } => {
             return Err(Error::Unsupported(format!("nested time arithmetic ({e})")))
@@ -380,12 +382,7 @@ fn tag_predicate(name: &str, op: CompareOp, rhs: &Expr, c: &Condition) -> Result
 /// An OR chain whose comparisons are all on tags, as a [`TagTree`];
 /// anything else in it is refused by name. Recursion is bounded by the
 /// parser's depth limit (deeper trees, which only code builds, are refused).
-fn tag_tree(
-    c: &Condition,
-    catalog: &Catalog,
-    measurement: &str,
-    level: usize,
-) -> Result<TagTree> {
+fn tag_tree(c: &Condition, catalog: &Catalog, measurement: &str, level: usize) -> Result<TagTree> {
     if level > MAX_DEPTH {
         return Err(Error::Unsupported(format!(
             "conditions nested deeper than {MAX_DEPTH} levels"
@@ -508,10 +505,7 @@ impl Filters {
                 hi(&mut self.time, ns);
             }
             CompareOp::Ne | CompareOp::Match | CompareOp::NotMatch => {
-                return Err(Error::Unsupported(format!(
-                    "time {} … ({c})",
-                    op.as_str()
-                )));
+                return Err(Error::Unsupported(format!("time {} … ({c})", op.as_str())));
             }
         }
         Ok(())

@@ -64,13 +64,74 @@ pub enum Func {
     Mean,
     /// InfluxDB 1.x percentile (a selector): `N` in percent.
     Percentile(f64),
+    /// The earliest point's value (a selector; ties: the larger value).
+    First,
+    /// The latest point's value (a selector; ties: the larger value).
+    Last,
+    /// Largest minus smallest value.
+    Spread,
+    /// Sample standard deviation (null below two values), a float.
+    Stddev,
+    /// The middle value (mean of the two middle ones), a float.
+    Median,
+    /// The most frequent value (ties: the smallest).
+    Mode,
+    /// `count(distinct(x))`: how many different values.
+    CountDistinct,
 }
 
 impl Func {
     /// Whether the function selects one point (its time can be reported).
     pub fn is_selector(self) -> bool {
-        matches!(self, Func::Min | Func::Max | Func::Percentile(_))
+        matches!(
+            self,
+            Func::Min | Func::Max | Func::Percentile(_) | Func::First | Func::Last
+        )
     }
+}
+
+/// A select-list transformation over a group's `GROUP BY time` rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transform {
+    /// `derivative(f(x)[, unit])`: change per `unit` (ns) between
+    /// consecutive non-null buckets.
+    Derivative {
+        /// The unit, ns (1s by default).
+        unit_ns: i64,
+        /// `non_negative_derivative`: negative changes left out.
+        non_negative: bool,
+    },
+    /// `difference(f(x))` (`non_negative_difference`: negatives left out).
+    Difference {
+        /// Negative differences left out.
+        non_negative: bool,
+    },
+    /// `moving_average(f(x), N)`: mean of the last N non-null values.
+    MovingAverage(usize),
+    /// `cumulative_sum(f(x))`.
+    CumulativeSum,
+    /// `elapsed(f(x)[, unit])`: time between consecutive non-null buckets
+    /// in `unit` (ns).
+    Elapsed(i64),
+}
+
+/// One output column of an aggregate statement computed from its calls.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Out {
+    /// The value of call `n` of the plan.
+    Call(usize),
+    /// A number.
+    Number(crate::result::Cell),
+    /// `first op x op y …`, left to right (one chain; parenthesised
+    /// chains nest, bounded by the parser's depth).
+    Math {
+        /// Leftmost operand.
+        first: Box<Out>,
+        /// Operators and right operands.
+        rest: Vec<(crate::parse::MathOp, Out)>,
+    },
+    /// A transformation of call `n`'s values.
+    Transform(Transform, usize),
 }
 
 /// One function of an aggregate statement.
@@ -102,6 +163,10 @@ pub struct AggregatePlan {
     pub fill: FillPlan,
     /// Functions, in projection order.
     pub calls: Vec<Call>,
+    /// When the select list holds arithmetic or transformations: the
+    /// output columns, computed from `calls` (whose columns are then
+    /// hidden). `None`: the calls are the columns.
+    pub outputs: Option<Vec<(String, Out)>>,
     /// Field predicates.
     pub fields: Vec<FieldPredicate>,
     /// Report the selected point's time (one selector alone, no time buckets).
@@ -162,7 +227,7 @@ pub struct RawPlan {
 }
 
 /// `SELECT top(field, N) FROM m WHERE … [GROUP BY tags]`: the N largest
-/// values of each group, each with its own time.
+/// (`bottom`: smallest) values of each group, each with its own time.
 #[derive(Debug, Clone)]
 pub struct TopPlan {
     /// Measurement name.
@@ -185,6 +250,8 @@ pub struct TopPlan {
     pub limit: Option<u64>,
     /// Rows skipped per series.
     pub offset: u64,
+    /// `bottom()`: the smallest values.
+    pub bottom: bool,
 }
 
 /// A planned statement.

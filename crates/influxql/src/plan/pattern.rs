@@ -60,11 +60,21 @@ mod tests {
         assert!(!p.is_match(&text));
         assert!(t.elapsed() < std::time::Duration::from_secs(2));
         // Programs too large are refused with a message.
-        for big in ["a{1000}{1000}", &format!("({})", (0..200_000).map(|i| i.to_string()).collect::<Vec<_>>().join("|"))] {
+        for big in [
+            "a{1000}{1000}",
+            &format!(
+                "({})",
+                (0..200_000)
+                    .map(|i| i.to_string())
+                    .collect::<Vec<_>>()
+                    .join("|")
+            ),
+        ] {
             let e = Pattern::compile(big).expect_err("too large");
             assert!(e.to_string().contains("refused"), "{e}");
         }
         assert!(Pattern::compile("(").is_err());
-        assert!(Pattern::compile("^(db-1|db-3)$").is_ok_and(|p| p.is_match("db-3") && !p.is_match("db-30")));
+        assert!(Pattern::compile("^(db-1|db-3)$")
+            .is_ok_and(|p| p.is_match("db-3") && !p.is_match("db-30")));
     }
 }
