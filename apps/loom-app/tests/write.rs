@@ -23,7 +23,14 @@ fn start_loom(store: &Path, extra: &[&str]) -> (App, String) {
     let mut cmd = Command::new(loom_app_binary());
     cmd.arg("--loom-path")
         .arg(store)
-        .args(["--addr", "127.0.0.1:0", "--otlp-grpc", "off", "--otlp-http", "off"])
+        .args([
+            "--addr",
+            "127.0.0.1:0",
+            "--otlp-grpc",
+            "off",
+            "--otlp-http",
+            "off",
+        ])
         .args(["--otlp-reorder-window-ms", "300"])
         .args(["--http", &format!("127.0.0.1:{port}")])
         .args(extra);
@@ -49,8 +56,14 @@ fn curl(url: &str, method: &str, path: &str, args: &[&str], body: Option<&Path>)
         cmd.arg("--data-binary").arg(format!("@{}", b.display()));
     }
     let o = cmd.arg(format!("{url}{path}")).output().expect("curl");
-    let code = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap_or(0);
-    (code, std::fs::read_to_string(out.path()).unwrap_or_default())
+    let code = String::from_utf8_lossy(&o.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0);
+    (
+        code,
+        std::fs::read_to_string(out.path()).unwrap_or_default(),
+    )
 }
 
 /// POSTs `body` to `/write` with the query string `qs`.
@@ -224,7 +237,10 @@ fn line_protocol_reads_back_as_influxd_stores_it() {
         let (status, text) = write(url, "db=lp", b"nothing good here", &[]);
         assert_eq!(status, 400, "{url}: {text}");
         let e = error_text(&text);
-        assert!(e.starts_with("unable to parse 'nothing good here': "), "{url}: {e}");
+        assert!(
+            e.starts_with("unable to parse 'nothing good here': "),
+            "{url}: {e}"
+        );
     }
     // A field type conflict: the point is dropped with InfluxDB's text,
     // the others of the body are kept.
@@ -300,19 +316,36 @@ fn loom_rules_for_points_it_cannot_store_as_sent() {
     let (_app, url) = start_loom(&dir.path().join("store"), &["--auth-token-file", &t]);
     let auth = "Authorization: Token s3cret";
 
-    assert_eq!(curl(&url, "GET", "/ping", &[], None).0, 204, "ping needs no token");
+    assert_eq!(
+        curl(&url, "GET", "/ping", &[], None).0,
+        204,
+        "ping needs no token"
+    );
     let (status, _) = write(&url, "db=lp", b"m v=1 1000", &[]);
     assert_eq!(status, 401);
     assert_eq!(write(&url, "db=lp&u=x&p=s3cret", b"m v=1 1000", &[]).0, 204);
     assert_eq!(write(&url, "db=lp&p=wrong", b"m v=1 2000", &[]).0, 401);
 
     let (status, text) = write(&url, "", b"m v=1 3000", &[auth]);
-    assert_eq!((status, error_text(&text).as_str()), (400, "database is required"));
+    assert_eq!(
+        (status, error_text(&text).as_str()),
+        (400, "database is required")
+    );
     let (status, text) = write(&url, "db=lp&precision=d", b"m v=1 3000", &[auth]);
     assert_eq!(status, 400, "{text}");
-    let (status, _) = write(&url, "db=lp", b"m v=1 3000", &[auth, "Content-Encoding: br"]);
+    let (status, _) = write(
+        &url,
+        "db=lp",
+        b"m v=1 3000",
+        &[auth, "Content-Encoding: br"],
+    );
     assert_eq!(status, 415);
-    let (status, _) = write(&url, "db=lp", b"not gzip", &[auth, "Content-Encoding: gzip"]);
+    let (status, _) = write(
+        &url,
+        "db=lp",
+        b"not gzip",
+        &[auth, "Content-Encoding: gzip"],
+    );
     assert_eq!(status, 400);
 
     let body = "flags,h=a on=true 1700000000000000000\n\
@@ -335,25 +368,40 @@ fn loom_rules_for_points_it_cannot_store_as_sent() {
         204
     );
     std::thread::sleep(Duration::from_millis(1500));
-    let (status, text) = write(&url, "db=lp&precision=s", b"late,h=a v=2 50\nlate,h=a v=3 101", &[auth]);
+    let (status, text) = write(
+        &url,
+        "db=lp&precision=s",
+        b"late,h=a v=2 50\nlate,h=a v=3 101",
+        &[auth],
+    );
     assert_eq!(status, 400);
     let e = error_text(&text);
-    assert!(e.contains("older than their series' newest stored record") && e.ends_with("dropped=1"), "{e}");
+    assert!(
+        e.contains("older than their series' newest stored record") && e.ends_with("dropped=1"),
+        "{e}"
+    );
 
     let deadline = Instant::now() + Duration::from_secs(10);
     let q = |s: &str| {
         let o = Command::new("curl")
             .args(["-s", "-H", auth, "-G", &format!("{url}/query")])
-            .args(["--data-urlencode", &format!("q={s}"), "--data-urlencode", "epoch=s"])
+            .args([
+                "--data-urlencode",
+                &format!("q={s}"),
+                "--data-urlencode",
+                "epoch=s",
+            ])
             .output()
             .expect("curl");
-        serde_json::from_slice::<Value>(&o.stdout).expect("json")["results"][0]["series"][0]["values"]
+        serde_json::from_slice::<Value>(&o.stdout).expect("json")["results"][0]["series"][0]
+            ["values"]
             .clone()
     };
     loop {
         let flags = q("SELECT v FROM flags");
         let late = q("SELECT v FROM late");
-        let want_flags = serde_json::json!([[1700000000, 1], [1700000000, 18446744073709551615u64]]);
+        let want_flags =
+            serde_json::json!([[1700000000, 1], [1700000000, 18446744073709551615u64]]);
         let want_late = serde_json::json!([[100, 1], [101, 3]]);
         if flags == want_flags && late == want_late {
             break;

@@ -142,6 +142,8 @@ pub enum Dimension {
     Tag(Ident),
     /// `*`: every tag.
     Wildcard,
+    /// `/re/`: every tag key the regular expression matches.
+    Regex(String),
 }
 
 /// `fill(…)` of a GROUP BY time query.
@@ -230,6 +232,7 @@ impl fmt::Display for SelectStatement {
                     }
                     Dimension::Tag(t) => write!(f, "{t}")?,
                     Dimension::Wildcard => f.write_str("*")?,
+                    Dimension::Regex(r) => write!(f, "{}", Literal::Regex(r.clone()))?,
                 }
             }
         }
@@ -411,6 +414,9 @@ fn measurement(i: &str) -> PResult<'_, MeasurementRef> {
 fn dimension(i: &str) -> PResult<'_, Dimension> {
     if let Ok((rest, _)) = token("*")(i) {
         return Ok((rest, Dimension::Wildcard));
+    }
+    if let Ok((rest, re)) = super::literal::regex(i) {
+        return Ok((rest, Dimension::Regex(re)));
     }
     if let Ok((rest, _)) = keyword("time")(i) {
         if let Ok((rest, _)) = token("(")(rest) {

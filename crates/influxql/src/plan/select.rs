@@ -335,6 +335,15 @@ pub fn plan_select(s: &SelectStatement, catalog: &Catalog, now_ns: i128) -> Resu
                 }
                 tag_keys.push(t.0.clone());
             }
+            Dimension::Regex(r) => {
+                let p = crate::plan::Pattern::compile(r)?;
+                tag_keys.extend(
+                    catalog
+                        .tag_keys(&measurement)
+                        .into_iter()
+                        .filter(|k| p.is_match(k)),
+                );
+            }
             Dimension::Wildcard => {
                 // Every tag key of the measurement, as InfluxDB expands `*`.
                 tag_keys.extend(catalog.tag_keys(&measurement));
