@@ -499,9 +499,9 @@ fn fill(how: &FillPlan, calls: &[Call], buckets: Vec<(i128, Option<Vec<Cell>>)>)
 }
 
 /// `fill(linear)`: per column, an empty bucket between two values gets
-/// InfluxDB 1.x's `linearFloat` / `linearInteger` of them (slope per ns,
-/// integer division for integers); before the first and after the last
-/// value it stays null.
+/// InfluxDB 1.x's `linearFloat` / `linearInteger` of them (slope per ns;
+/// for integers the step is truncated toward zero); before the first and
+/// after the last value it stays null.
 fn linear(width: usize, buckets: Vec<(i128, Option<Vec<Cell>>)>) -> Vec<(i128, Vec<Cell>)> {
     let mut out: Vec<(i128, Vec<Cell>)> = buckets
         .into_iter()
@@ -550,8 +550,9 @@ fn interpolate(t: i128, (pt, pv): (i128, &Cell), (nt, nv): (i128, &Cell)) -> Cel
     };
     match (int(pv), int(nv)) {
         (Some(a), Some(b)) => {
-            let m = (b - a) / (nt - pt);
-            let v = m * (t - pt) + a;
+            // linearInteger: a float slope per ns, the step truncated.
+            let m = (b - a) as f64 / (nt - pt) as f64;
+            let v = (m * (t - pt) as f64) as i128 + a;
             match pv {
                 Cell::UInt(_) if v >= 0 => Cell::UInt(v as u64),
                 _ => i64::try_from(v).map_or(Cell::Null, Cell::Int),

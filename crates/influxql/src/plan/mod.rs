@@ -192,7 +192,7 @@ pub enum FillPlan {
     /// before the first value).
     Previous,
     /// `fill(linear)`: on the line between the nearest values before and
-    /// after (integers in integer arithmetic, as InfluxDB); null outside.
+    /// after (for integers the step truncated toward zero, as InfluxDB); null outside.
     Linear,
 }
 
