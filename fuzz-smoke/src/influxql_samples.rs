@@ -299,7 +299,10 @@ pub fn statement(rng: &mut SplitMix64) -> String {
             pick(rng, &["", "", ", 3s", ", -1ms", ", 5ns"])
         );
         if rng.one_in(2) {
-            s += &format!(", {}", pick(rng, &["op", "host", "comm", "*", "nope", "/o/"]));
+            s += &format!(
+                ", {}",
+                pick(rng, &["op", "host", "comm", "*", "nope", "/o/"])
+            );
         }
         if rng.one_in(2) {
             s += pick(

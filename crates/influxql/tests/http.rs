@@ -135,7 +135,7 @@ fn api_answers_like_influxdb_1x() {
     // Refusals: outside the subset, parse errors, semantic errors, bad params.
     let (st, _, body) = get(
         &addr,
-        &format!("q={}", enc("SELECT first(duration_us) FROM kv")),
+        &format!("q={}", enc("SELECT distinct(duration_us) FROM kv")),
         "",
     );
     assert_eq!(st, 400);
@@ -143,7 +143,7 @@ fn api_answers_like_influxdb_1x() {
         json(&body)["error"]
             .as_str()
             .unwrap_or("")
-            .contains("first()"),
+            .contains("distinct()"),
         "{body}"
     );
     let (st, _, body) = get(
