@@ -65,7 +65,8 @@ impl Acc {
             | Func::Stddev
             | Func::Median
             | Func::Mode
-            | Func::CountDistinct => self.values.push((v, ts)),
+            | Func::CountDistinct
+            | Func::Distinct => self.values.push((v, ts)),
             Func::First | Func::Last => {
                 // InfluxDB's FirstReduce / LastReduce: earliest (latest)
                 // time, a tie going to the larger value.
@@ -138,6 +139,8 @@ impl Acc {
             Func::Stddev => (stddev(&self.values), None),
             Func::Median => (median(&mut self.values), None),
             Func::Mode => (mode(&mut self.values), None),
+            // Answered by `exec::distinct`; never reaches here.
+            Func::Distinct => (Cell::Null, None),
             Func::CountDistinct => {
                 let mut v: Vec<Value> = self.values.iter().map(|p| p.0).collect();
                 v.sort_unstable_by(|a, b| value_cmp(*a, *b));

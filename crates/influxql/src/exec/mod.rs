@@ -2,6 +2,7 @@
 
 pub mod access;
 pub mod aggregate;
+pub mod distinct;
 pub mod limits;
 pub mod page;
 pub mod rank;
@@ -17,7 +18,7 @@ pub use limits::Limits;
 pub use rank::influx_rank;
 
 use crate::error::{Error, Result};
-use crate::plan::{Catalog, Plan};
+use crate::plan::{Catalog, Func, Plan};
 use crate::result::StatementResult;
 
 /// Runs `plan` on `snap` within `limits`, through `access` (see
@@ -35,6 +36,9 @@ pub fn execute(
     }
     match plan {
         Plan::Show(p) => Ok(show::execute(catalog, p)),
+        Plan::Aggregate(p) if p.calls.first().is_some_and(|c| c.func == Func::Distinct) => {
+            distinct::execute(snap, p, limits)
+        }
         Plan::Aggregate(p) => aggregate::execute(snap, p, limits, access),
         Plan::Raw(p) => raw::execute(snap, p, limits),
         Plan::Top(p) => top::execute(snap, p, limits),

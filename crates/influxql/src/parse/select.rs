@@ -82,7 +82,8 @@ impl fmt::Display for Projected {
             Projected::Wildcard => f.write_str("*"),
             Projected::Identifier(i) => write!(f, "{i}"),
             Projected::Call { name, args } => {
-                write!(f, "{name}(")?;
+                // Quoted when it must be (`"limit"(x)`), so it reads back.
+                write!(f, "{}(", Ident(name.clone()))?;
                 for (k, a) in args.iter().enumerate() {
                     if k > 0 {
                         f.write_str(", ")?;

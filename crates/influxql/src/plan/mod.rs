@@ -78,6 +78,8 @@ pub enum Func {
     Mode,
     /// `count(distinct(x))`: how many different values.
     CountDistinct,
+    /// `distinct(x)` alone: every different value, one row each.
+    Distinct,
 }
 
 impl Func {

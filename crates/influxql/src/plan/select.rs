@@ -176,35 +176,46 @@ fn aggregate_call(
     catalog: &Catalog,
     measurement: &str,
     calls: &mut Vec<Call>,
+    alone: bool,
 ) -> Result<usize> {
-    let (func, field) = match (name, args) {
-        ("count", [CallArg::Call(inner)]) => match &**inner {
-            Projected::Call { name: d, args } if d == "distinct" => {
+    let (func, field) =
+        match (name, args) {
+            ("count", [CallArg::Call(inner)]) => match &**inner {
+                Projected::Call { name: d, args } if d == "distinct" => {
+                    let (_, field) = plan_call("count", args, catalog, measurement)?;
+                    if !field.ty.is_numeric() {
+                        return Err(Error::Unsupported(format!(
+                            "count(distinct()) of string field {}",
+                            field.name
+                        )));
+                    }
+                    (Func::CountDistinct, field)
+                }
+                other => {
+                    return Err(Error::Unsupported(format!("count() of {other}")));
+                }
+            },
+            ("distinct", _) if !alone => return Err(Error::Unsupported(
+                "distinct() with other functions or arithmetic (it gives several rows per bucket)"
+                    .into(),
+            )),
+            ("distinct", _) => {
                 let (_, field) = plan_call("count", args, catalog, measurement)?;
                 if !field.ty.is_numeric() {
                     return Err(Error::Unsupported(format!(
-                        "count(distinct()) of string field {}",
+                        "distinct() of string field {}",
                         field.name
                     )));
                 }
-                (Func::CountDistinct, field)
+                (Func::Distinct, field)
             }
-            other => {
-                return Err(Error::Unsupported(format!("count() of {other}")));
+            ("top" | "bottom", _) => {
+                return Err(Error::Unsupported(format!(
+                    "{name}() with other functions or arithmetic"
+                )))
             }
-        },
-        ("distinct", _) => {
-            return Err(Error::Unsupported(
-                "distinct() (several rows per bucket); count(distinct()) is served".into(),
-            ))
-        }
-        ("top" | "bottom", _) => {
-            return Err(Error::Unsupported(format!(
-                "{name}() with other functions or arithmetic"
-            )))
-        }
-        _ => plan_call(name, args, catalog, measurement)?,
-    };
+            _ => plan_call(name, args, catalog, measurement)?,
+        };
     calls.push(Call {
         func,
         field,
@@ -231,6 +242,7 @@ fn output(
     catalog: &Catalog,
     measurement: &str,
     calls: &mut Vec<Call>,
+    alone: bool,
 ) -> Result<Out> {
     match p {
         Projected::Call { name, args } if is_transform(name) => {
@@ -246,7 +258,7 @@ fn output(
             else {
                 return Err(Error::Plan(format!("{name}() needs an aggregate inside")));
             };
-            let k = aggregate_call(f, fargs, catalog, measurement, calls)?;
+            let k = aggregate_call(f, fargs, catalog, measurement, calls, false)?;
             let t = match name.as_str() {
                 "derivative" | "non_negative_derivative" => Transform::Derivative {
                     unit_ns: duration_arg(name, args.get(1), 1_000_000_000)?,
@@ -276,17 +288,18 @@ fn output(
             catalog,
             measurement,
             calls,
+            alone,
         )?)),
         Projected::Number(Literal::Integer(v)) => Ok(Out::Number(
             i64::try_from(*v).map_or(Cell::Float(*v as f64), Cell::Int),
         )),
         Projected::Number(Literal::Float(v)) => Ok(Out::Number(Cell::Float(*v))),
-        Projected::Paren(x) => output(x, catalog, measurement, calls),
+        Projected::Paren(x) => output(x, catalog, measurement, calls, false),
         Projected::Math { first, rest } => {
-            let first = Box::new(output(first, catalog, measurement, calls)?);
+            let first = Box::new(output(first, catalog, measurement, calls, false)?);
             let rest = rest
                 .iter()
-                .map(|(op, x)| Ok((*op, output(x, catalog, measurement, calls)?)))
+                .map(|(op, x)| Ok((*op, output(x, catalog, measurement, calls, false)?)))
                 .collect::<Result<Vec<_>>>()?;
             Ok(Out::Math { first, rest })
         }
@@ -431,7 +444,13 @@ pub fn plan_select(s: &SelectStatement, catalog: &Catalog, now_ns: i128) -> Resu
         let all_plain = s.fields.iter().all(|p| plain_call(&p.expr));
         let mut outputs = Vec::new();
         for p in &s.fields {
-            let o = output(&p.expr, catalog, &measurement, &mut out)?;
+            let o = output(
+                &p.expr,
+                catalog,
+                &measurement,
+                &mut out,
+                s.fields.len() == 1,
+            )?;
             if matches!(o, Out::Transform(..)) && interval_us.is_none() {
                 return Err(Error::Unsupported(format!(
                     "{} without GROUP BY time() (transformations of raw values)",
