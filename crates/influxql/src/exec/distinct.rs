@@ -1,8 +1,9 @@
 //! Executing `distinct(field)` alone: every different value of each group
 //! (and `GROUP BY time` bucket), one row each at the bucket's start (the
-//! window's lower bound without buckets), in ascending order of value, as
-//! InfluxDB 1.x's distinct reducer emits them. Empty buckets follow the
-//! statement's `fill` (`null`: one null row, `none`: none, `N`: one row N).
+//! window's lower bound without buckets), ordered as InfluxDB 1.x's
+//! distinct reducer emits them: by the time of each value's first point,
+//! then by value. Empty buckets give no rows, whatever `fill` says (as
+//! influxd answers).
 
 use loom::{Snapshot, Value};
 
@@ -10,10 +11,10 @@ use crate::error::Result;
 use crate::exec::limits::{Limits, Ticker};
 use crate::exec::page::{add_series, page};
 use crate::exec::value::value_cmp;
-use crate::plan::{AggregatePlan, FillPlan, Group};
+use crate::plan::{AggregatePlan, Group};
 use crate::result::{Cell, SeriesResult, StatementResult};
 
-/// The different values of `group` over `[t0, t1]` µs, ascending.
+/// The different values of `group` over `[t0, t1]` µs, by first time then value.
 fn values(
     snap: &Snapshot,
     plan: &AggregatePlan,
@@ -29,7 +30,7 @@ fn values(
         let Some(def) = s.schema.field(field.name()) else {
             continue;
         };
-        snap.scan(s.id, t0, t1, |_, bytes| {
+        snap.scan(s.id, t0, t1, |ts, bytes| {
             if !ticker.tick() {
                 return;
             }
@@ -39,16 +40,17 @@ fn values(
                     .is_some_and(|d| p.matches(d, bytes))
             }) {
                 if let Some(v) = def.read(bytes) {
-                    out.push(v);
+                    out.push((v, ts));
                 }
             }
         })?;
-        // Keep memory to the different values, not every point.
-        out.sort_unstable_by(|a, b| value_cmp(*a, *b));
-        out.dedup_by(|a, b| value_cmp(*a, *b).is_eq());
+        // Keep memory to the different values (each at its first time).
+        out.sort_unstable_by(|a, b| value_cmp(a.0, b.0).then(a.1.cmp(&b.1)));
+        out.dedup_by(|a, b| value_cmp(a.0, b.0).is_eq());
     }
     ticker.result()?;
-    Ok(out)
+    out.sort_unstable_by(|a, b| a.1.cmp(&b.1).then(value_cmp(a.0, b.0)));
+    Ok(out.into_iter().map(|(v, _)| v).collect())
 }
 
 /// Runs a plan whose one call is `distinct()`.
@@ -92,13 +94,6 @@ pub fn execute(snap: &Snapshot, plan: &AggregatePlan, limits: &Limits) -> Result
                     let vals = values(snap, plan, group, w, limits)?;
                     any |= !vals.is_empty();
                     let t = Cell::Time(b * 1000);
-                    if vals.is_empty() {
-                        match &plan.fill {
-                            FillPlan::None => {}
-                            FillPlan::Value(v) => rows.push(vec![t.clone(), v.clone()]),
-                            _ => rows.push(vec![t.clone(), Cell::Null]),
-                        }
-                    }
                     for v in vals {
                         rows.push(vec![t.clone(), v.into()]);
                     }

@@ -74,11 +74,12 @@ pub enum Func {
     Stddev,
     /// The middle value (mean of the two middle ones), a float.
     Median,
-    /// The most frequent value (ties: the smallest).
+    /// The most frequent value (ties as InfluxDB 1.x's reducer breaks them).
     Mode,
     /// `count(distinct(x))`: how many different values.
     CountDistinct,
-    /// `distinct(x)` alone: every different value, one row each.
+    /// `distinct(x)` alone: every different value, one row each (by first
+    /// time, then value).
     Distinct,
 }
 
