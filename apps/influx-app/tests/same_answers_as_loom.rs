@@ -288,7 +288,7 @@ fn influxd_answers_equal_loom_app_and_brute_force() {
     let statements = [
         format!("SELECT count(duration_us) FROM kv WHERE op =~ /^(read|write)$/ AND {w} GROUP BY time(500ms), op fill(0)"),
         format!("SELECT max(duration_us) / 1000 FROM kv WHERE op = 'read' AND {w} GROUP BY time(1s) fill(none)"),
-        format!("SELECT mean(duration_us) FROM syscall WHERE name =~ /^pread/ AND {w} GROUP BY time(700ms), name fill(previous)"),
+        format!("SELECT mean(duration_us) FROM syscall WHERE name =~ /^pread/ AND {w} GROUP BY time(500ms), name fill(previous)"),
         format!("SELECT count(pfn) FROM pagecache WHERE {w} GROUP BY time(1s, 250ms) fill(linear)"),
         format!("SELECT non_negative_derivative(count(pfn), 1s), difference(count(pfn)) FROM pagecache WHERE {w} GROUP BY time(1s)"),
         format!("SELECT first(duration_us), last(duration_us), spread(duration_us) FROM kv WHERE (op = 'read' OR op = 'write') AND {w} GROUP BY op"),

@@ -135,7 +135,10 @@ fn api_answers_like_influxdb_1x() {
     // Refusals: outside the subset, parse errors, semantic errors, bad params.
     let (st, _, body) = get(
         &addr,
-        &format!("q={}", enc("SELECT distinct(duration_us) FROM kv")),
+        &format!(
+            "q={}",
+            enc("SELECT distinct(duration_us), max(duration_us) FROM kv")
+        ),
         "",
     );
     assert_eq!(st, 400);

@@ -806,27 +806,46 @@ pub fn execute(
                 let (t0i, t1i, ivi) = (i128::from(t0), i128::from(t1), i128::from(iv));
                 let off = i128::from(plan.bucket_offset_us);
                 let start = t0i - (t0i - off).rem_euclid(ivi);
-                let n_buckets = (t1i - start) / ivi + 1;
+                // Transformations need buckets before the window (InfluxDB
+                // extends the range by them, then shows only the window).
+                let lead = if plan.time.lo_ns.is_some() {
+                    i128::from(plan.lead_buckets)
+                } else {
+                    0
+                };
+                let first = start - lead * ivi;
+                let n_buckets = (t1i - first) / ivi + 1;
                 limits.rows(usize::try_from(n_buckets).unwrap_or(usize::MAX))?;
                 let mut any = false;
                 let mut buckets: Vec<(i128, Option<Vec<Cell>>)> = Vec::new();
-                let mut b = start;
+                let mut b = first;
                 while b <= t1i {
-                    let lo = b.max(t0i) as u64;
-                    let hi = (b + ivi - 1).min(t1i) as u64;
-                    let (points, cells) = bucket(snap, plan, group, (lo, hi), limits, access)?;
-                    any |= points > 0;
-                    let cells = (points > 0).then(|| cells.into_iter().map(|(c, _)| c).collect());
+                    let lo = if b < start { b } else { b.max(t0i) }.max(0);
+                    let hi = (b + ivi - 1).min(t1i);
+                    let cells = if hi < 0 {
+                        None
+                    } else {
+                        let (points, cells) =
+                            bucket(snap, plan, group, (lo as u64, hi as u64), limits, access)?;
+                        any |= points > 0 && b >= start;
+                        (points > 0).then(|| cells.into_iter().map(|(c, _)| c).collect())
+                    };
                     buckets.push((b * 1000, cells));
                     b += ivi;
                 }
                 if any {
                     rows = fill(&plan.fill, &plan.calls, buckets);
                 }
+                if let Some(outs) = &plan.outputs {
+                    rows = outputs(outs, rows);
+                }
+                rows.retain(|r| !matches!(r.first(), Some(Cell::Time(t)) if *t < start * 1000));
             }
         }
-        if let Some(outs) = &plan.outputs {
-            rows = outputs(outs, rows);
+        if plan.interval_us.is_none() {
+            if let Some(outs) = &plan.outputs {
+                rows = outputs(outs, rows);
+            }
         }
         let series = SeriesResult {
             name: plan.measurement.clone(),

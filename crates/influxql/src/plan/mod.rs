@@ -164,6 +164,10 @@ pub struct AggregatePlan {
     pub bucket_offset_us: u64,
     /// What empty buckets show.
     pub fill: FillPlan,
+    /// Buckets before the window computed for transformations and not
+    /// shown (1 for `derivative`, `difference`, `elapsed`; N − 1 for
+    /// `moving_average(…, N)`), as InfluxDB extends the range.
+    pub lead_buckets: u64,
     /// Functions, in projection order.
     pub calls: Vec<Call>,
     /// When the select list holds arithmetic or transformations: the

@@ -484,6 +484,16 @@ pub fn plan_select(s: &SelectStatement, catalog: &Catalog, now_ns: i128) -> Resu
             interval_us,
             bucket_offset_us,
             fill,
+            lead_buckets: outputs
+                .iter()
+                .map(|(_, o)| match o {
+                    Out::Transform(Transform::MovingAverage(n), _) => *n as u64 - 1,
+                    Out::Transform(Transform::CumulativeSum, _) => 0,
+                    Out::Transform(..) => 1,
+                    _ => 0,
+                })
+                .max()
+                .unwrap_or(0),
             calls: out,
             outputs: (!all_plain).then_some(outputs),
             fields: filters.fields,
