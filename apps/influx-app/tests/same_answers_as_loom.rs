@@ -288,20 +288,24 @@ fn influxd_answers_equal_loom_app_and_brute_force() {
     let statements = [
         format!("SELECT count(duration_us) FROM kv WHERE op =~ /^(read|write)$/ AND {w} GROUP BY time(500ms), op fill(0)"),
         format!("SELECT max(duration_us) / 1000 FROM kv WHERE op = 'read' AND {w} GROUP BY time(1s) fill(none)"),
-        format!("SELECT mean(duration_us) FROM syscall WHERE name =~ /^pread/ AND {w} GROUP BY time(500ms), name fill(previous)"),
+        format!("SELECT mean(duration_us) FROM syscall WHERE \"name\" =~ /^pread/ AND {w} GROUP BY time(700ms), \"name\" fill(previous)"),
         format!("SELECT count(pfn) FROM pagecache WHERE {w} GROUP BY time(1s, 250ms) fill(linear)"),
         format!("SELECT non_negative_derivative(count(pfn), 1s), difference(count(pfn)) FROM pagecache WHERE {w} GROUP BY time(1s)"),
         format!("SELECT first(duration_us), last(duration_us), spread(duration_us) FROM kv WHERE (op = 'read' OR op = 'write') AND {w} GROUP BY op"),
         format!("SELECT median(duration_us), mode(duration_us), stddev(duration_us), count(distinct(duration_us)) FROM kv WHERE {w} GROUP BY *"),
         format!("SELECT bottom(duration_us, 5) FROM kv WHERE op !~ /write/ AND {w}"),
-        format!("SELECT cumulative_sum(count(duration_us)), moving_average(max(duration_us), 2) FROM syscall WHERE name = 'pread64' AND {w} GROUP BY time(1s)"),
-        "SHOW TAG VALUES FROM syscall WITH KEY = name WHERE name =~ /^p/".to_string(),
+        format!("SELECT cumulative_sum(count(duration_us)), moving_average(max(duration_us), 2) FROM syscall WHERE \"name\" = 'pread64' AND {w} GROUP BY time(1s)"),
+        "SHOW TAG VALUES FROM syscall WITH KEY = \"name\" WHERE \"name\" =~ /^p/".to_string(),
         "SHOW SERIES FROM kv".to_string(),
         "SHOW TAG KEYS FROM syscall".to_string(),
     ];
     let mut failures = Vec::new();
     for q in &statements {
         let a = http_query(&influxd.url, q);
+        assert!(
+            !a.is_null() && a[0].get("error").is_none(),
+            "influxd refused {q}: {a}"
+        );
         let b = http_query(&loom_url, q);
         if !same_numbers(&a, &b) {
             failures.push(format!("{q}\n  influxd:  {a}\n  loom-app: {b}"));

@@ -215,6 +215,10 @@ fn grafana_statements_answer_as_influxd() {
     let all = statements();
     for q in &all {
         let a = query(&iurl, q);
+        assert!(
+            a.get("error").is_none() && a["results"][0].get("error").is_none(),
+            "influxd refused {q}: {a}"
+        );
         let b = query(&loom, q);
         let mut f = Floats::default();
         if !same(&a, &b, &mut f) {

@@ -199,35 +199,26 @@ fn median(values: &mut [(Value, u64)]) -> Cell {
     Cell::Float(lo.as_f64() + half)
 }
 
-/// InfluxDB 1.x's mode (`IntegerModeReduceSlice` and its kin), over the
-/// points sorted by value (then time, where Go's sort leaves equal values
-/// in an order of its own): a run of equal values replaces the mode when
-/// it reaches the mode's count, unless its first point is later than the
-/// point where the mode reached it; the first point of each run after the
-/// first is not compared (so all-distinct values give the smallest).
+/// The mode: the most frequent value, a tie going to the smallest.
+/// InfluxDB 1.x breaks ties by the order its (unstable) sort leaves equal
+/// values in, which no rule reproduces; with no tie, or all values
+/// different (then the smallest), both agree.
 fn mode(values: &mut [(Value, u64)]) -> Cell {
-    values.sort_unstable_by(|a, b| value_cmp(a.0, b.0).then(a.1.cmp(&b.1)));
-    let Some(&(first, first_t)) = values.first() else {
-        return Cell::Null;
-    };
-    let (mut most_freq, mut most_mode, mut most_time) = (0u64, first, first_t);
-    let (mut curr_freq, mut curr_mode, mut curr_time) = (0u64, first, first_t);
-    for &(v, t) in values.iter() {
-        if !value_cmp(v, curr_mode).is_eq() {
-            curr_freq = 1;
-            curr_mode = v;
-            curr_time = t;
-            continue;
+    values.sort_unstable_by(|a, b| value_cmp(a.0, b.0));
+    let mut best: Option<(Value, usize)> = None;
+    let mut k = 0;
+    while k < values.len() {
+        let v = values[k].0;
+        let mut j = k;
+        while j < values.len() && value_cmp(values[j].0, v).is_eq() {
+            j += 1;
         }
-        curr_freq += 1;
-        if most_freq > curr_freq || (most_freq == curr_freq && curr_time > most_time) {
-            continue;
+        if best.is_none_or(|(_, n)| j - k > n) {
+            best = Some((v, j - k));
         }
-        most_freq = curr_freq;
-        most_mode = v;
-        most_time = t;
+        k = j;
     }
-    most_mode.into()
+    best.map_or(Cell::Null, |(v, _)| v.into())
 }
 
 /// Whether `call` over `group` can be answered from the index alone.

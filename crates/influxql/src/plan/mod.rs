@@ -74,7 +74,7 @@ pub enum Func {
     Stddev,
     /// The middle value (mean of the two middle ones), a float.
     Median,
-    /// The most frequent value (ties as InfluxDB 1.x's reducer breaks them).
+    /// The most frequent value (ties: the smallest; see `exec::aggregate`).
     Mode,
     /// `count(distinct(x))`: how many different values.
     CountDistinct,
