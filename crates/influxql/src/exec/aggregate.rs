@@ -713,11 +713,18 @@ fn transform(t: Transform, input: &[(i128, Cell)]) -> Vec<(i128, Cell)> {
             }
         }
         Transform::MovingAverage(n) => {
-            if n <= input.len() {
-                for k in n - 1..input.len() {
-                    let window = &input[k + 1 - n..=k];
-                    let sum: f64 = window.iter().filter_map(|(_, v)| as_float(v)).sum();
-                    out.push((input[k].0, Cell::Float(sum / n as f64)));
+            // InfluxDB's moving-average reducer: a running sum that takes
+            // out the value leaving the window, then adds the new one, so
+            // the floats round as influxd's do.
+            let mut sum = 0.0f64;
+            for (k, (t, v)) in input.iter().enumerate() {
+                let x = as_float(v).unwrap_or(0.0);
+                if k >= n {
+                    sum -= as_float(&input[k - n].1).unwrap_or(0.0);
+                }
+                sum += x;
+                if k + 1 >= n {
+                    out.push((*t, Cell::Float(sum / n as f64)));
                 }
             }
         }
