@@ -78,7 +78,8 @@ impl LineSink {
             Some(e) if e.eq_ignore_ascii_case("gzip") => {
                 let mut out = Vec::new();
                 let limit = self.max_body as u64;
-                let read = flate2::read::GzDecoder::new(&req.body[..])
+                // Every gzip member, as Go's gzip reader (InfluxDB's) reads them.
+                let read = flate2::read::MultiGzDecoder::new(&req.body[..])
                     .take(limit + 1)
                     .read_to_end(&mut out);
                 if let Err(e) = read {
@@ -126,17 +127,26 @@ impl LineSink {
             Ok(b) => b,
             Err(r) => return r,
         };
-        let mut batch = {
-            let ctx = self.intake.context();
+        // Parsing a large body takes CPU time: off the server's one async
+        // thread, so other requests go on meanwhile.
+        let intake = self.intake.clone();
+        let max_record_bytes = self.max_record_bytes;
+        let converted = tokio::task::spawn_blocking(move || {
+            let ctx = intake.context();
             lines::convert(
                 &body,
                 &Rules {
                     registry: ctx.registry,
                     precision,
                     now_us: epoch_us(),
-                    max_record_bytes: self.max_record_bytes,
+                    max_record_bytes,
                 },
             )
+        })
+        .await;
+        let mut batch = match converted {
+            Ok(b) => b,
+            Err(e) => return self.refused(500, &format!("reading the body failed: {e}")),
         };
         let c = &self.counters;
         c.bad_lines.fetch_add(batch.bad_lines, Ordering::Relaxed);

@@ -806,8 +806,10 @@ pub fn execute(
                 let start = t0i - (t0i - off).rem_euclid(ivi);
                 // Transformations need buckets before the window (InfluxDB
                 // extends the range by them, then shows only the window).
+                // Capped so the product below cannot overflow; the row limit
+                // refuses such a range anyway.
                 let lead = if plan.time.lo_ns.is_some() {
-                    i128::from(plan.lead_buckets)
+                    i128::from(plan.lead_buckets.min(1 << 32))
                 } else {
                     0
                 };
