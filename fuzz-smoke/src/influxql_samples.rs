@@ -277,11 +277,16 @@ pub fn statement(rng: &mut SplitMix64) -> String {
     }
     let n = 1 + rng.index(3);
     let fields: Vec<String> = (0..n).map(|_| projection(rng)).collect();
-    let mut s = format!(
-        "SELECT {} FROM {}",
-        fields.join(", "),
-        pick(rng, &MEASUREMENTS)
-    );
+    let from = if rng.one_in(10) {
+        format!(
+            "(SELECT {} AS m FROM {} GROUP BY time(1s), op)",
+            projection(rng),
+            pick(rng, &MEASUREMENTS)
+        )
+    } else {
+        pick(rng, &MEASUREMENTS).to_string()
+    };
+    let mut s = format!("SELECT {} FROM {from}", fields.join(", "));
     match rng.index(8) {
         0 => {}
         1 => s += &format!(" WHERE {}", deep_condition(rng)),

@@ -23,7 +23,7 @@ type Answer = (Cell, Option<u64>);
 
 /// State of one function over one bucket.
 #[derive(Debug, Default)]
-struct Acc {
+pub(crate) struct Acc {
     count: u64,
     sum: Sum,
     /// Selected value and its (earliest) time, µs.
@@ -36,7 +36,7 @@ struct Acc {
 
 impl Acc {
     #[inline]
-    fn add(&mut self, func: Func, v: Value, ts: u64) {
+    pub(crate) fn add(&mut self, func: Func, v: Value, ts: u64) {
         match func {
             Func::Count => self.count += 1,
             Func::Sum | Func::Mean => {
@@ -104,7 +104,7 @@ impl Acc {
     }
 
     /// The function's value and, for selectors, the selected point's time.
-    fn finish(mut self, func: Func) -> (Cell, Option<u64>) {
+    pub(crate) fn finish(mut self, func: Func) -> (Cell, Option<u64>) {
         match func {
             Func::Count => (Cell::UInt(self.count), None),
             Func::Sum if self.count == 0 => (Cell::Null, None),
@@ -448,7 +448,11 @@ fn bucket(
 
 /// Rows of a group's buckets (time in ns, cells or `None` when empty),
 /// empty ones filled as `how` says.
-fn fill(how: &FillPlan, calls: &[Call], buckets: Vec<(i128, Option<Vec<Cell>>)>) -> Vec<Vec<Cell>> {
+pub(crate) fn fill(
+    how: &FillPlan,
+    calls: &[Call],
+    buckets: Vec<(i128, Option<Vec<Cell>>)>,
+) -> Vec<Vec<Cell>> {
     let row = |t: i128, cells: Vec<Cell>| {
         let mut r = Vec::with_capacity(cells.len() + 1);
         r.push(Cell::Time(t));

@@ -8,6 +8,7 @@ pub mod page;
 pub mod rank;
 pub mod raw;
 pub mod show;
+pub mod subquery;
 pub mod top;
 pub mod value;
 
@@ -42,6 +43,7 @@ pub fn execute(
         Plan::Aggregate(p) => aggregate::execute(snap, p, limits, access),
         Plan::Raw(p) => raw::execute(snap, p, limits),
         Plan::Top(p) => top::execute(snap, p, limits),
+        Plan::Subquery(p) => subquery::execute(snap, catalog, p, limits, access),
         Plan::Nothing => Ok(StatementResult::default()),
     }
 }

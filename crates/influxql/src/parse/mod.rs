@@ -17,6 +17,7 @@ pub use identifier::Ident;
 pub use literal::{Duration, Literal};
 pub use select::{
     CallArg, Dimension, Fill, MathOp, MeasurementRef, Projected, Projection, SelectStatement,
+    Source,
 };
 pub use show::ShowStatement;
 pub use statement::{parse_statement, parse_statements, parse_statements_within, Statement};

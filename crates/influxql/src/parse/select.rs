@@ -129,6 +129,24 @@ pub struct MeasurementRef {
     pub name: Ident,
 }
 
+/// What a SELECT reads.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Source {
+    /// A measurement.
+    Measurement(MeasurementRef),
+    /// `( SELECT … )`: the rows of another statement.
+    Subquery(Box<SelectStatement>),
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Measurement(m) => write!(f, "{m}"),
+            Source::Subquery(s) => write!(f, "({s})"),
+        }
+    }
+}
+
 /// A GROUP BY dimension.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Dimension {
@@ -167,8 +185,8 @@ pub enum Fill {
 pub struct SelectStatement {
     /// Projections, in order.
     pub fields: Vec<Projection>,
-    /// The measurement.
-    pub from: MeasurementRef,
+    /// The measurement or subquery.
+    pub from: Source,
     /// WHERE condition.
     pub condition: Option<Condition>,
     /// GROUP BY dimensions.
@@ -467,7 +485,16 @@ pub fn select(i: &str, depth: Depth) -> PResult<'_, SelectStatement> {
         i = rest;
     }
     let (i, _) = expect("FROM", keyword("FROM"))(i)?;
-    let (mut i, from) = measurement(i)?;
+    let (mut i, from) = if let Ok((rest, _)) = token("(")(i) {
+        // A subquery: one level deeper, committed at its parenthesis.
+        let d = depth.enter(i)?;
+        let (rest, inner) = expect("SELECT in the subquery", |i| select(i, d))(rest)?;
+        let (rest, _) = expect("')' after the subquery", token(")"))(rest)?;
+        (rest, Source::Subquery(Box::new(inner)))
+    } else {
+        let (rest, m) = measurement(i)?;
+        (rest, Source::Measurement(m))
+    };
     if token(",")(i).is_ok() {
         return fail_at(
             i,

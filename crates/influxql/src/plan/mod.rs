@@ -8,6 +8,7 @@ pub mod condition;
 pub mod pattern;
 pub mod select;
 pub mod show;
+pub mod subquery;
 
 use loom::FieldDef;
 
@@ -272,6 +273,8 @@ pub enum Plan {
     Raw(RawPlan),
     /// The largest values.
     Top(TopPlan),
+    /// Aggregates of a subquery's rows.
+    Subquery(Box<subquery::SubqueryPlan>),
     /// A SELECT from a measurement with no series: an empty result, as
     /// InfluxDB (≥ 0.9.2) answers it — measurements exist only through
     /// their data, so an absent one is not an error.

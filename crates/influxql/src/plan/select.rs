@@ -311,7 +311,12 @@ fn output(
 
 /// Plans a SELECT statement.
 pub fn plan_select(s: &SelectStatement, catalog: &Catalog, now_ns: i128) -> Result<Plan> {
-    let measurement = s.from.name.0.clone();
+    let measurement = match &s.from {
+        crate::parse::Source::Measurement(m) => m.name.0.clone(),
+        crate::parse::Source::Subquery(inner) => {
+            return crate::plan::subquery::plan_subquery(s, inner, catalog, now_ns)
+        }
+    };
     if !catalog.measurements.contains_key(&measurement) {
         return Ok(Plan::Nothing);
     }
