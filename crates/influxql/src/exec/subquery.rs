@@ -28,6 +28,9 @@ fn value(c: &Cell) -> Option<Value> {
 /// One subquery row: time (ns) and, per outer call, its input value.
 type Point = (i128, Vec<Option<Value>>);
 
+/// An outer group's tags, and its measurement name and rows.
+type Groups = BTreeMap<Vec<(String, String)>, (String, Vec<Point>)>;
+
 fn answer(plan: &SubqueryPlan, points: &[&Point]) -> Option<Vec<(Cell, Option<u64>)>> {
     if points.is_empty() {
         return None;
@@ -58,7 +61,7 @@ pub fn execute(
     access: &mut Access,
 ) -> Result<StatementResult> {
     let inner = crate::exec::execute(snap, catalog, &plan.inner, limits, access)?;
-    let mut groups: BTreeMap<Vec<(String, String)>, (String, Vec<Point>)> = BTreeMap::new();
+    let mut groups: Groups = BTreeMap::new();
     for s in &inner.series {
         let key: Vec<(String, String)> = plan
             .keys
