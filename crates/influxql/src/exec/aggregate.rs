@@ -752,6 +752,58 @@ fn transform(t: Transform, input: &[(i128, Cell)]) -> Vec<(i128, Cell)> {
     out
 }
 
+/// Records per time bucket when every call is a plain `count()` and the
+/// buckets are small next to the chunks: then one scan of each series over
+/// the window (a few decodes per record) beats one time-index lookup per
+/// bucket, each of which decodes the bucket's chunk from its start. `None`
+/// when the per-bucket path is as cheap (few records per bucket's chunk
+/// share) or the plan is not count-only. Buckets start at `first` (µs),
+/// every `iv`; those before `start` (lead buckets) count whole, the others
+/// only records within `[t0, t1]`, as [`bucket`] windows them.
+fn counts_by_scan(
+    snap: &Snapshot,
+    plan: &AggregatePlan,
+    group: &Group,
+    (first, start, t0, t1, iv): (i128, i128, i128, i128, i128),
+    limits: &Limits,
+    access: &Access,
+) -> Result<Option<Vec<u64>>> {
+    /// Records a chunk holds, roughly: below this many per bucket, the
+    /// per-bucket lookups decode more than one scan does.
+    const SCAN_BELOW_PER_BUCKET: u64 = 1000;
+    let count_only = plan.fields.is_empty()
+        && access.all_indexes()
+        && !plan.calls.is_empty()
+        && plan.calls.iter().all(|c| c.func == Func::Count);
+    if !count_only || t1 < 0 {
+        return Ok(None);
+    }
+    let n_buckets = ((t1 - first) / iv + 1) as u64;
+    let (lo, hi) = (first.min(t0).max(0) as u64, t1 as u64);
+    let kept = |ts: i128| ts < start || ts >= t0;
+    let mut total = 0;
+    for s in &group.series {
+        total += snap.count(s.id, lo, hi)?;
+    }
+    if total >= n_buckets.saturating_mul(SCAN_BELOW_PER_BUCKET) {
+        return Ok(None);
+    }
+    let mut counts = vec![0u64; n_buckets as usize];
+    let mut ticker = Ticker::new(limits);
+    for s in &group.series {
+        snap.scan(s.id, lo, hi, |ts, _| {
+            let ts = i128::from(ts);
+            if ticker.tick() && kept(ts) {
+                if let Some(c) = counts.get_mut(((ts - first) / iv) as usize) {
+                    *c += 1;
+                }
+            }
+        })?;
+    }
+    ticker.result()?;
+    Ok(Some(counts))
+}
+
 /// Runs an aggregate plan.
 pub fn execute(
     snap: &Snapshot,
@@ -821,6 +873,14 @@ pub fn execute(
                 let n_buckets = (t1i - first) / ivi + 1;
                 limits.rows(usize::try_from(n_buckets).unwrap_or(usize::MAX))?;
                 let mut any = false;
+                let counted = counts_by_scan(
+                    snap,
+                    plan,
+                    group,
+                    (first, start, t0i, t1i, ivi),
+                    limits,
+                    access,
+                )?;
                 let mut buckets: Vec<(i128, Option<Vec<Cell>>)> = Vec::new();
                 let mut b = first;
                 while b <= t1i {
@@ -828,6 +888,10 @@ pub fn execute(
                     let hi = (b + ivi - 1).min(t1i);
                     let cells = if hi < 0 {
                         None
+                    } else if let Some(counts) = &counted {
+                        let n = counts[((b - first) / ivi) as usize];
+                        any |= n > 0 && b >= start;
+                        (n > 0).then(|| plan.calls.iter().map(|_| Cell::UInt(n)).collect())
                     } else {
                         let (points, cells) =
                             bucket(snap, plan, group, (lo as u64, hi as u64), limits, access)?;
