@@ -4,6 +4,9 @@
 //! loom-app's answers and brute force's; a `GROUP BY time(1s)` count + max
 //! statement on influxd equals brute force per second. A connection sending
 //! garbage meanwhile is closed with a logged reason and costs nothing else.
+//! Then loom-app serves the store over HTTP and dashboard-shaped statements
+//! (regular expressions, OR of tags, fill, arithmetic, transformations,
+//! selectors, SHOW) on the data model's measurements answer as influxd does.
 
 mod common;
 
@@ -260,5 +263,93 @@ fn influxd_answers_equal_loom_app_and_brute_force() {
         );
         let want = truth.per_second.get(&second).copied().unwrap_or((0, 0));
         assert_eq!(got, want, "second {second}");
+    }
+
+    // Dashboard statements on the data model's measurements: loom-app on
+    // the same store, over HTTP, against influxd.
+    let store_arg = store.display().to_string();
+    let served = App::loom_app([
+        "--otlp-grpc",
+        "off",
+        "--otlp-http",
+        "off",
+        "--loom-path",
+        &store_arg,
+    ]);
+    let loom_url = format!("http://{}", served.http());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while http_query(&loom_url, "SHOW DATABASES").is_null() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "loom-app's API never answered"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let w = "time >= 0 AND time < 6s";
+    let statements = [
+        format!("SELECT count(duration_us) FROM kv WHERE op =~ /^(read|write)$/ AND {w} GROUP BY time(500ms), op fill(0)"),
+        format!("SELECT max(duration_us) / 1000 FROM kv WHERE op = 'read' AND {w} GROUP BY time(1s) fill(none)"),
+        format!("SELECT mean(duration_us) FROM syscall WHERE \"name\" =~ /^pread/ AND {w} GROUP BY time(700ms), \"name\" fill(previous)"),
+        format!("SELECT count(pfn) FROM pagecache WHERE {w} GROUP BY time(1s, 250ms) fill(linear)"),
+        format!("SELECT non_negative_derivative(count(pfn), 1s), difference(count(pfn)) FROM pagecache WHERE {w} GROUP BY time(1s)"),
+        format!("SELECT first(duration_us), last(duration_us), spread(duration_us) FROM kv WHERE (op = 'read' OR op = 'write') AND {w} GROUP BY op"),
+        format!("SELECT median(duration_us), mode(duration_us), stddev(duration_us), count(distinct(duration_us)) FROM kv WHERE {w} GROUP BY *"),
+        format!("SELECT bottom(duration_us, 5) FROM kv WHERE op !~ /write/ AND {w}"),
+        format!("SELECT cumulative_sum(count(duration_us)), moving_average(max(duration_us), 2) FROM syscall WHERE \"name\" = 'pread64' AND {w} GROUP BY time(1s)"),
+        "SHOW TAG VALUES FROM syscall WITH KEY = \"name\" WHERE \"name\" =~ /^p/".to_string(),
+        "SHOW SERIES FROM kv".to_string(),
+        "SHOW TAG KEYS FROM syscall".to_string(),
+    ];
+    let mut failures = Vec::new();
+    for q in &statements {
+        let a = http_query(&influxd.url, q);
+        assert!(
+            !a.is_null() && a[0].get("error").is_none(),
+            "influxd refused {q}: {a}"
+        );
+        let b = http_query(&loom_url, q);
+        if !same_numbers(&a, &b) {
+            failures.push(format!("{q}\n  influxd:  {a}\n  loom-app: {b}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `/query` of db `cmp` (epoch ns) through curl: the `results` array
+/// (null when the server does not answer).
+fn http_query(url: &str, q: &str) -> serde_json::Value {
+    let o = std::process::Command::new("curl")
+        .args(["-s", "-XPOST", &format!("{url}/query")])
+        .args(["--data-urlencode", &format!("q={q}")])
+        .args(["--data-urlencode", "db=cmp", "--data-urlencode", "epoch=ns"])
+        .output()
+        .expect("curl");
+    serde_json::from_slice::<serde_json::Value>(&o.stdout)
+        .map(|v| v["results"].clone())
+        .unwrap_or(serde_json::Value::Null)
+}
+
+/// Equal, floats within 1e-9 relative (the two systems sum in different
+/// orders); integers and strings exactly.
+fn same_numbers(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            x == y
+                || ((x.is_f64() || y.is_f64())
+                    && match (x.as_f64(), y.as_f64()) {
+                        (Some(p), Some(q)) => (p - q).abs() <= 1e-9 * p.abs().max(q.abs()),
+                        _ => false,
+                    })
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_numbers(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| same_numbers(v, w)))
+        }
+        _ => a == b,
     }
 }

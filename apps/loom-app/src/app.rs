@@ -19,7 +19,7 @@ use crate::otlp_ingest;
 use crate::queries::Query;
 use crate::running::{Parts, Running, Threads};
 use crate::schedule::{print_answer, ABLATION_MARGIN_US, ABLATION_WINDOW_US};
-use crate::{http, receive, report, store};
+use crate::{http, receive, report, store, write};
 
 /// Idle payload buffers kept for the receivers.
 const RECYCLED_BUFFERS: usize = 64;
@@ -73,7 +73,6 @@ impl App {
             println!("TCP ingest is TLS only (certificate {})", cert.display());
         }
 
-        let http_server = http::start(&cli, reader.clone())?;
         let start = Instant::now();
         let series = Arc::new(endpoint::SeriesLimit::new(cli.max_series));
         let counters = Arc::new(Counters {
@@ -137,6 +136,14 @@ impl App {
                 mark,
             },
         ));
+        // `/write` bodies go through the OTLP intake: one series registry
+        // and limit, one intake log, one reorder window.
+        let writes = Arc::new(write::LineSink::new(
+            intake.clone(),
+            cli.http_max_write_bytes,
+            writer.max_record_size(),
+        ));
+        let http_server = http::start(&cli, reader.clone(), Some(writes))?;
         let otlp_listen = otlp_ingest::Listen {
             grpc: cli.otlp_grpc.as_deref(),
             http: cli.otlp_http.as_deref(),

@@ -172,6 +172,10 @@ pub struct Cli {
     /// Largest HTTP request body, bytes.
     #[arg(long, default_value_t = 1 << 20)]
     pub http_max_body_bytes: usize,
+    /// Largest `/write` body (line protocol), bytes, as sent and once
+    /// decompressed (InfluxDB's default `max-body-size`).
+    #[arg(long, default_value_t = 25_000_000)]
+    pub http_max_write_bytes: usize,
     /// Queries the HTTP API runs at once.
     #[arg(long, default_value_t = 1)]
     pub http_query_threads: usize,

@@ -54,6 +54,7 @@ mod schedule;
 mod source_table;
 mod sources;
 mod store;
+mod write;
 
 pub use app::App;
 /// Every setting of loom-app: the command line's flags (`Config::parse()`

@@ -3,7 +3,8 @@
 //! a 20 000-term AND chain, 17 000 statements in one request, numbers and
 //! durations past 64 bits, NUL bytes and
 //! invalid UTF-8 in identifiers and strings — each answered 4xx with a
-//! message naming why, by GET and by form POST, while one client keeps
+//! message naming why (and hostile regular expressions: refused past the
+//! size limit, answered at once otherwise), by GET and by form POST, while one client keeps
 //! sending spans over OTLP/HTTP and another keeps asking a valid query:
 //! every span sent is stored, every valid query answered, the process
 //! still runs. `loom query` refuses a too-deep statement with the same
@@ -173,6 +174,36 @@ fn hostile() -> Vec<(&'static str, Vec<u8>, u16, &'static str)> {
             400,
             "not valid UTF-8",
         ),
+        // Regular expressions: a program past the size limit is refused at
+        // plan time (a statement error, as InfluxDB reports them); a
+        // pattern backtracking engines take exponential time on, and a
+        // 30 000-way alternation, are answered (or refused) at once: the
+        // answer's content does not matter, only that it comes and that
+        // ingest and the other client go on.
+        (
+            "a regex compiling past 1 MiB",
+            s("SELECT count(duration_us) FROM span WHERE service =~ /x{1000}{1000}/".into()),
+            200,
+            "refused",
+        ),
+        (
+            "a nested-quantifier regex",
+            s(format!(
+                "SELECT count(duration_us) FROM span WHERE service =~ /^(a|aa)+$/ OR name =~ /^({})+$/",
+                "a?".repeat(2000)
+            )),
+            200,
+            "",
+        ),
+        (
+            "a 30 000-way alternation",
+            s(format!(
+                "SHOW TAG VALUES WITH KEY =~ /^({})$/",
+                (0..30_000).map(|i| i.to_string()).collect::<Vec<_>>().join("|")
+            )),
+            200,
+            "",
+        ),
     ]
 }
 
@@ -193,7 +224,12 @@ fn error_of(body: &[u8]) -> String {
             String::from_utf8_lossy(&body[..body.len().min(300)])
         )
     });
-    v["error"].as_str().unwrap_or_default().to_string()
+    // A whole-request error, else the first statement's.
+    v["error"]
+        .as_str()
+        .or_else(|| v["results"][0]["error"].as_str())
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// `loom query` with `args` and `q`: (exit code, stdout + stderr).

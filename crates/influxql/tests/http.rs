@@ -135,7 +135,10 @@ fn api_answers_like_influxdb_1x() {
     // Refusals: outside the subset, parse errors, semantic errors, bad params.
     let (st, _, body) = get(
         &addr,
-        &format!("q={}", enc("SELECT first(duration_us) FROM kv")),
+        &format!(
+            "q={}",
+            enc("SELECT distinct(duration_us), max(duration_us) FROM kv")
+        ),
         "",
     );
     assert_eq!(st, 400);
@@ -143,12 +146,15 @@ fn api_answers_like_influxdb_1x() {
         json(&body)["error"]
             .as_str()
             .unwrap_or("")
-            .contains("first()"),
+            .contains("distinct()"),
         "{body}"
     );
     let (st, _, body) = get(
         &addr,
-        &format!("q={}", enc("SELECT * FROM kv WHERE op = 'a' OR op = 'b'")),
+        &format!(
+            "q={}",
+            enc("SELECT * FROM kv WHERE duration_us > 1 OR op = 'b'")
+        ),
         "",
     );
     assert_eq!(st, 400);

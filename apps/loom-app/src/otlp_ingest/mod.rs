@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-pub use intake::{AckMode, Acks, Intake};
+pub use intake::{retry_message, AckMode, Acks, Intake, Outcome, RETRY_AFTER_S};
 pub use stage::OtlpStage;
 
 /// Where OTLP/gRPC listens unless `--otlp-grpc` says otherwise.

@@ -12,7 +12,10 @@ use crate::exec::page::{add_series, page};
 use crate::exec::rank::influx_rank;
 use crate::exec::value::{value_cmp, Sum};
 use crate::parse::CompareOp;
-use crate::plan::{index_range, AggregatePlan, Call, Func, Group, Operand};
+use crate::parse::MathOp;
+use crate::plan::{
+    index_range, AggregatePlan, Call, FillPlan, Func, Group, Operand, Out, Transform,
+};
 use crate::result::{Cell, SeriesResult, StatementResult};
 
 /// One function's value and, for selectors, the selected point's time (µs).
@@ -20,18 +23,20 @@ type Answer = (Cell, Option<u64>);
 
 /// State of one function over one bucket.
 #[derive(Debug, Default)]
-struct Acc {
+pub(crate) struct Acc {
     count: u64,
     sum: Sum,
     /// Selected value and its (earliest) time, µs.
     pick: Option<(Value, u64)>,
     /// Values and times, for percentiles answered by scanning.
     values: Vec<(Value, u64)>,
+    /// `spread()`'s largest value (`pick` holds the smallest).
+    spread_hi: Option<Value>,
 }
 
 impl Acc {
     #[inline]
-    fn add(&mut self, func: Func, v: Value, ts: u64) {
+    pub(crate) fn add(&mut self, func: Func, v: Value, ts: u64) {
         match func {
             Func::Count => self.count += 1,
             Func::Sum | Func::Mean => {
@@ -56,12 +61,50 @@ impl Acc {
                     self.pick = Some((v, ts));
                 }
             }
-            Func::Percentile(_) => self.values.push((v, ts)),
+            Func::Percentile(_)
+            | Func::Stddev
+            | Func::Median
+            | Func::Mode
+            | Func::CountDistinct
+            | Func::Distinct => self.values.push((v, ts)),
+            Func::First | Func::Last => {
+                // InfluxDB's FirstReduce / LastReduce: earliest (latest)
+                // time, a tie going to the larger value.
+                let better = match self.pick {
+                    None => true,
+                    Some((p, pt)) => {
+                        let earlier = if func == Func::First {
+                            ts < pt
+                        } else {
+                            ts > pt
+                        };
+                        earlier || (ts == pt && value_cmp(v, p).is_gt())
+                    }
+                };
+                if better {
+                    self.pick = Some((v, ts));
+                }
+            }
+            Func::Spread => {
+                self.count += 1;
+                let (lo, hi) = match self.pick {
+                    None => (v, v),
+                    Some((lo, _)) => {
+                        let hi = self.spread_hi.unwrap_or(lo);
+                        (
+                            if value_cmp(v, lo).is_lt() { v } else { lo },
+                            if value_cmp(v, hi).is_gt() { v } else { hi },
+                        )
+                    }
+                };
+                self.pick = Some((lo, 0));
+                self.spread_hi = Some(hi);
+            }
         }
     }
 
     /// The function's value and, for selectors, the selected point's time.
-    fn finish(mut self, func: Func) -> (Cell, Option<u64>) {
+    pub(crate) fn finish(mut self, func: Func) -> (Cell, Option<u64>) {
         match func {
             Func::Count => (Cell::UInt(self.count), None),
             Func::Sum if self.count == 0 => (Cell::Null, None),
@@ -85,8 +128,97 @@ impl Acc {
                 }
                 (v.into(), Some(self.values[i].1))
             }
+            Func::First | Func::Last => match self.pick {
+                Some((v, t)) => (v.into(), Some(t)),
+                None => (Cell::Null, None),
+            },
+            Func::Spread => match (self.pick, self.spread_hi) {
+                (Some((lo, _)), Some(hi)) => (difference(hi, lo), None),
+                _ => (Cell::Null, None),
+            },
+            Func::Stddev => (stddev(&self.values), None),
+            Func::Median => (median(&mut self.values), None),
+            Func::Mode => (mode(&mut self.values), None),
+            // Answered by `exec::distinct`; never reaches here.
+            Func::Distinct => (Cell::Null, None),
+            Func::CountDistinct => {
+                let mut v: Vec<Value> = self.values.iter().map(|p| p.0).collect();
+                v.sort_unstable_by(|a, b| value_cmp(*a, *b));
+                v.dedup_by(|a, b| value_cmp(*a, *b).is_eq());
+                (Cell::UInt(v.len() as u64), None)
+            }
         }
     }
+}
+
+/// `a - b` as InfluxDB types it: integers stay integers.
+fn difference(a: Value, b: Value) -> Cell {
+    match (a, b) {
+        (Value::Unsigned(x), Value::Unsigned(y)) => Cell::UInt(x.wrapping_sub(y)),
+        (Value::Signed(x), Value::Signed(y)) => Cell::Int(x.wrapping_sub(y)),
+        (x, y) => Cell::Float(x.as_f64() - y.as_f64()),
+    }
+}
+
+/// InfluxDB 1.x's sample standard deviation: an incremental mean, then
+/// the squared deviations summed in point order; null below two values.
+fn stddev(values: &[(Value, u64)]) -> Cell {
+    if values.len() < 2 {
+        return Cell::Null;
+    }
+    let mut mean = 0.0f64;
+    let mut count = 0usize;
+    for (v, _) in values {
+        count += 1;
+        mean += (v.as_f64() - mean) / count as f64;
+    }
+    let variance: f64 = values
+        .iter()
+        .map(|(v, _)| (v.as_f64() - mean).powi(2))
+        .sum();
+    Cell::Float((variance / (count - 1) as f64).sqrt())
+}
+
+/// InfluxDB 1.x's median: the middle value, or `lo + (hi - lo) / 2` of
+/// the two middle ones, as a float.
+fn median(values: &mut [(Value, u64)]) -> Cell {
+    if values.is_empty() {
+        return Cell::Null;
+    }
+    values.sort_unstable_by(|a, b| value_cmp(a.0, b.0));
+    let n = values.len();
+    if n % 2 == 1 {
+        return Cell::Float(values[n / 2].0.as_f64());
+    }
+    let (lo, hi) = (values[n / 2 - 1].0, values[n / 2].0);
+    let half = match (lo, hi) {
+        (Value::Signed(a), Value::Signed(b)) => (b - a) as f64 / 2.0,
+        (Value::Unsigned(a), Value::Unsigned(b)) => (b - a) as f64 / 2.0,
+        (a, b) => (b.as_f64() - a.as_f64()) / 2.0,
+    };
+    Cell::Float(lo.as_f64() + half)
+}
+
+/// The mode: the most frequent value, a tie going to the smallest.
+/// InfluxDB 1.x breaks ties by the order its (unstable) sort leaves equal
+/// values in, which no rule reproduces; with no tie, or all values
+/// different (then the smallest), both agree.
+fn mode(values: &mut [(Value, u64)]) -> Cell {
+    values.sort_unstable_by(|a, b| value_cmp(a.0, b.0));
+    let mut best: Option<(Value, usize)> = None;
+    let mut k = 0;
+    while k < values.len() {
+        let v = values[k].0;
+        let mut j = k;
+        while j < values.len() && value_cmp(values[j].0, v).is_eq() {
+            j += 1;
+        }
+        if best.is_none_or(|(_, n)| j - k > n) {
+            best = Some((v, j - k));
+        }
+        k = j;
+    }
+    best.map_or(Cell::Null, |(v, _)| v.into())
 }
 
 /// Whether `call` over `group` can be answered from the index alone.
@@ -97,10 +229,11 @@ fn indexed(call: &Call, group: &Group, plan: &AggregatePlan) -> bool {
     match call.func {
         Func::Count => true,
         Func::Percentile(_) if group.series.len() != 1 => false,
-        _ => group
+        Func::Sum | Func::Min | Func::Max | Func::Mean | Func::Percentile(_) => group
             .series
             .iter()
             .all(|s| s.index_field() == Some(call.field.name())),
+        _ => false,
     }
 }
 
@@ -313,6 +446,364 @@ fn bucket(
     ))
 }
 
+/// Rows of a group's buckets (time in ns, cells or `None` when empty),
+/// empty ones filled as `how` says.
+pub(crate) fn fill(
+    how: &FillPlan,
+    calls: &[Call],
+    buckets: Vec<(i128, Option<Vec<Cell>>)>,
+) -> Vec<Vec<Cell>> {
+    let row = |t: i128, cells: Vec<Cell>| {
+        let mut r = Vec::with_capacity(cells.len() + 1);
+        r.push(Cell::Time(t));
+        r.extend(cells);
+        r
+    };
+    match how {
+        FillPlan::None => buckets
+            .into_iter()
+            .filter_map(|(t, c)| c.map(|c| row(t, c)))
+            .collect(),
+        FillPlan::Null => buckets
+            .into_iter()
+            .map(|(t, c)| {
+                let c = c.unwrap_or_else(|| {
+                    calls
+                        .iter()
+                        .map(|c| match c.func {
+                            Func::Count => Cell::UInt(0),
+                            _ => Cell::Null,
+                        })
+                        .collect()
+                });
+                row(t, c)
+            })
+            .collect(),
+        FillPlan::Value(v) => buckets
+            .into_iter()
+            .map(|(t, c)| row(t, c.unwrap_or_else(|| vec![v.clone(); calls.len()])))
+            .collect(),
+        FillPlan::Previous => {
+            // A column's last non-null value carries into empty buckets.
+            let mut last = vec![Cell::Null; calls.len()];
+            buckets
+                .into_iter()
+                .map(|(t, c)| match c {
+                    Some(c) => {
+                        for (l, v) in last.iter_mut().zip(&c) {
+                            if *v != Cell::Null {
+                                *l = v.clone();
+                            }
+                        }
+                        row(t, c)
+                    }
+                    None => row(t, last.clone()),
+                })
+                .collect()
+        }
+        FillPlan::Linear => linear(calls.len(), buckets)
+            .into_iter()
+            .map(|(t, c)| row(t, c))
+            .collect(),
+    }
+}
+
+/// `fill(linear)`: per column, an empty bucket between two values gets
+/// InfluxDB 1.x's `linearFloat` / `linearInteger` of them (slope per ns;
+/// for integers the step is truncated toward zero); before the first and
+/// after the last value it stays null.
+fn linear(width: usize, buckets: Vec<(i128, Option<Vec<Cell>>)>) -> Vec<(i128, Vec<Cell>)> {
+    let mut out: Vec<(i128, Vec<Cell>)> = buckets
+        .into_iter()
+        .map(|(t, c)| (t, c.unwrap_or_else(|| vec![Cell::Null; width])))
+        .collect();
+    let filled: Vec<bool> = out
+        .iter()
+        .map(|(_, c)| c.iter().any(|v| *v != Cell::Null))
+        .collect();
+    for col in 0..width {
+        let mut prev: Option<usize> = None;
+        for k in 0..out.len() {
+            if out[k].1[col] == Cell::Null {
+                continue;
+            }
+            if let Some(p) = prev {
+                for m in p + 1..k {
+                    if filled[m] {
+                        continue;
+                    }
+                    let v = interpolate(
+                        out[m].0,
+                        (out[p].0, &out[p].1[col]),
+                        (out[k].0, &out[k].1[col]),
+                    );
+                    out[m].1[col] = v;
+                }
+            }
+            prev = Some(k);
+        }
+    }
+    out
+}
+
+fn interpolate(t: i128, (pt, pv): (i128, &Cell), (nt, nv): (i128, &Cell)) -> Cell {
+    let int = |c: &Cell| match c {
+        Cell::UInt(u) => Some(i128::from(*u)),
+        Cell::Int(i) => Some(i128::from(*i)),
+        _ => None,
+    };
+    let float = |c: &Cell| match c {
+        Cell::UInt(u) => Some(*u as f64),
+        Cell::Int(i) => Some(*i as f64),
+        Cell::Float(f) => Some(*f),
+        _ => None,
+    };
+    match (int(pv), int(nv)) {
+        (Some(a), Some(b)) => {
+            // linearInteger: a float slope per ns, the step truncated.
+            let m = (b - a) as f64 / (nt - pt) as f64;
+            let v = (m * (t - pt) as f64) as i128 + a;
+            match pv {
+                Cell::UInt(_) if v >= 0 => Cell::UInt(v as u64),
+                _ => i64::try_from(v).map_or(Cell::Null, Cell::Int),
+            }
+        }
+        _ => match (float(pv), float(nv)) {
+            (Some(a), Some(b)) => {
+                let m = (b - a) / (nt - pt) as f64;
+                Cell::Float(m * (t - pt) as f64 + a)
+            }
+            _ => Cell::Null,
+        },
+    }
+}
+
+/// A group's rows (time, then each call's cell) turned into the output
+/// columns: arithmetic row by row; transformations over the column's
+/// non-null values, joined back by time (a transformation starts later:
+/// its missing rows are null, rows null in every column are left out).
+fn outputs(outs: &[(String, Out)], rows: Vec<Vec<Cell>>) -> Vec<Vec<Cell>> {
+    let times: Vec<i128> = rows
+        .iter()
+        .map(|r| match r.first() {
+            Some(Cell::Time(t)) => *t,
+            _ => 0,
+        })
+        .collect();
+    let mut joined: std::collections::BTreeMap<i128, Vec<Cell>> = Default::default();
+    let width = outs.len();
+    for (col, (_, o)) in outs.iter().enumerate() {
+        let values: Vec<(i128, Cell)> = match o {
+            Out::Transform(t, k) => {
+                let input: Vec<(i128, Cell)> = rows
+                    .iter()
+                    .zip(&times)
+                    .filter_map(|(r, t)| {
+                        r.get(k + 1)
+                            .filter(|c| **c != Cell::Null)
+                            .map(|c| (*t, c.clone()))
+                    })
+                    .collect();
+                transform(*t, &input)
+            }
+            o => rows
+                .iter()
+                .zip(&times)
+                .map(|(r, t)| (*t, eval(o, &r[1..])))
+                .collect(),
+        };
+        for (t, v) in values {
+            joined.entry(t).or_insert_with(|| vec![Cell::Null; width])[col] = v;
+        }
+    }
+    joined
+        .into_iter()
+        .filter(|(_, cells)| cells.iter().any(|c| *c != Cell::Null))
+        .map(|(t, cells)| {
+            let mut r = vec![Cell::Time(t)];
+            r.extend(cells);
+            r
+        })
+        .collect()
+}
+
+/// A number as an exact integer, when it is one.
+fn as_int(c: &Cell) -> Option<i128> {
+    match c {
+        Cell::UInt(u) => Some(i128::from(*u)),
+        Cell::Int(i) => Some(i128::from(*i)),
+        _ => None,
+    }
+}
+
+fn as_float(c: &Cell) -> Option<f64> {
+    match c {
+        Cell::UInt(u) => Some(*u as f64),
+        Cell::Int(i) => Some(*i as f64),
+        Cell::Float(f) => Some(*f),
+        _ => None,
+    }
+}
+
+fn int_cell(v: i128) -> Cell {
+    i64::try_from(v).map_or(Cell::Float(v as f64), Cell::Int)
+}
+
+/// `a op b` as InfluxQL computes it: integers stay integers for `+ - *`,
+/// `/` is a float; null when either is null or the divisor is zero.
+fn apply(op: MathOp, a: &Cell, b: &Cell) -> Cell {
+    if let (Some(x), Some(y), true) = (as_int(a), as_int(b), op != MathOp::Div) {
+        return match op {
+            MathOp::Add => int_cell(x + y),
+            MathOp::Sub => int_cell(x - y),
+            _ => x.checked_mul(y).map_or(Cell::Null, int_cell),
+        };
+    }
+    let (Some(x), Some(y)) = (as_float(a), as_float(b)) else {
+        return Cell::Null;
+    };
+    match op {
+        MathOp::Add => Cell::Float(x + y),
+        MathOp::Sub => Cell::Float(x - y),
+        MathOp::Mul => Cell::Float(x * y),
+        MathOp::Div if y == 0.0 => Cell::Null,
+        MathOp::Div => Cell::Float(x / y),
+    }
+}
+
+/// An arithmetic output over one row's call cells. Recursion is bounded by
+/// the parser's depth limit.
+fn eval(o: &Out, cells: &[Cell]) -> Cell {
+    match o {
+        Out::Call(k) => cells.get(*k).cloned().unwrap_or(Cell::Null),
+        Out::Number(c) => c.clone(),
+        Out::Math { first, rest } => {
+            let mut acc = eval(first, cells);
+            for (op, x) in rest {
+                acc = apply(*op, &acc, &eval(x, cells));
+            }
+            acc
+        }
+        Out::Transform(..) => Cell::Null,
+    }
+}
+
+/// A transformation over one column's non-null (time ns, value) points.
+fn transform(t: Transform, input: &[(i128, Cell)]) -> Vec<(i128, Cell)> {
+    let mut out = Vec::new();
+    match t {
+        Transform::Derivative {
+            unit_ns,
+            non_negative,
+        } => {
+            for w in input.windows(2) {
+                let (Some(a), Some(b)) = (as_float(&w[0].1), as_float(&w[1].1)) else {
+                    continue;
+                };
+                let elapsed = (w[1].0 - w[0].0) as f64 / unit_ns as f64;
+                let d = (b - a) / elapsed;
+                if !(non_negative && d < 0.0) {
+                    out.push((w[1].0, Cell::Float(d)));
+                }
+            }
+        }
+        Transform::Difference { non_negative } => {
+            for w in input.windows(2) {
+                let d = apply(MathOp::Sub, &w[1].1, &w[0].1);
+                let negative = as_float(&d).is_some_and(|x| x < 0.0);
+                if !(non_negative && negative) {
+                    out.push((w[1].0, d));
+                }
+            }
+        }
+        Transform::MovingAverage(n) => {
+            // InfluxDB's moving-average reducer: a running sum that takes
+            // out the value leaving the window, then adds the new one, so
+            // the floats round as influxd's do.
+            let mut sum = 0.0f64;
+            for (k, (t, v)) in input.iter().enumerate() {
+                let x = as_float(v).unwrap_or(0.0);
+                if k >= n {
+                    sum -= as_float(&input[k - n].1).unwrap_or(0.0);
+                }
+                sum += x;
+                if k + 1 >= n {
+                    out.push((*t, Cell::Float(sum / n as f64)));
+                }
+            }
+        }
+        Transform::CumulativeSum => {
+            let mut acc: Option<Cell> = None;
+            for (t, v) in input {
+                let next = match &acc {
+                    None => v.clone(),
+                    Some(a) => apply(MathOp::Add, a, v),
+                };
+                out.push((*t, next.clone()));
+                acc = Some(next);
+            }
+        }
+        Transform::Elapsed(unit) => {
+            for w in input.windows(2) {
+                out.push((w[1].0, int_cell((w[1].0 - w[0].0) / i128::from(unit))));
+            }
+        }
+    }
+    out
+}
+
+/// Records per time bucket when every call is a plain `count()` and the
+/// buckets are small next to the chunks: then one scan of each series over
+/// the window (a few decodes per record) beats one time-index lookup per
+/// bucket, each of which decodes the bucket's chunk from its start. `None`
+/// when the per-bucket path is as cheap (few records per bucket's chunk
+/// share) or the plan is not count-only. Buckets start at `first` (µs),
+/// every `iv`; those before `start` (lead buckets) count whole, the others
+/// only records within `[t0, t1]`, as [`bucket`] windows them.
+fn counts_by_scan(
+    snap: &Snapshot,
+    plan: &AggregatePlan,
+    group: &Group,
+    (first, start, t0, t1, iv): (i128, i128, i128, i128, i128),
+    limits: &Limits,
+    access: &Access,
+) -> Result<Option<Vec<u64>>> {
+    /// Records a chunk holds, roughly: below this many per bucket, the
+    /// per-bucket lookups decode more than one scan does.
+    const SCAN_BELOW_PER_BUCKET: u64 = 1000;
+    let count_only = plan.fields.is_empty()
+        && access.all_indexes()
+        && !plan.calls.is_empty()
+        && plan.calls.iter().all(|c| c.func == Func::Count);
+    if !count_only || t1 < 0 {
+        return Ok(None);
+    }
+    let n_buckets = ((t1 - first) / iv + 1) as u64;
+    let (lo, hi) = (first.min(t0).max(0) as u64, t1 as u64);
+    let kept = |ts: i128| ts < start || ts >= t0;
+    let mut total = 0;
+    for s in &group.series {
+        total += snap.count(s.id, lo, hi)?;
+    }
+    if total >= n_buckets.saturating_mul(SCAN_BELOW_PER_BUCKET) {
+        return Ok(None);
+    }
+    let mut counts = vec![0u64; n_buckets as usize];
+    let mut ticker = Ticker::new(limits);
+    for s in &group.series {
+        snap.scan(s.id, lo, hi, |ts, _| {
+            let ts = i128::from(ts);
+            if ticker.tick() && kept(ts) {
+                if let Some(c) = counts.get_mut(((ts - first) / iv) as usize) {
+                    *c += 1;
+                }
+            }
+        })?;
+    }
+    ticker.result()?;
+    Ok(Some(counts))
+}
+
 /// Runs an aggregate plan.
 pub fn execute(
     snap: &Snapshot,
@@ -322,7 +813,10 @@ pub fn execute(
 ) -> Result<StatementResult> {
     let mut result = StatementResult::default();
     let mut columns = vec!["time".to_string()];
-    columns.extend(plan.calls.iter().map(|c| c.column.clone()));
+    match &plan.outputs {
+        Some(outs) => columns.extend(outs.iter().map(|(n, _)| n.clone())),
+        None => columns.extend(plan.calls.iter().map(|c| c.column.clone())),
+    }
     let mut total_rows = 0usize;
     for group in &plan.groups {
         let Some((mut t0, t1)) = plan.time.to_us() else {
@@ -361,35 +855,64 @@ pub fn execute(
                 if t0 > t1 {
                     continue;
                 }
-                let start = t0 - t0 % iv;
-                let n_buckets = (t1 - start) / iv + 1;
+                // Buckets start `offset` past multiples of the interval; the
+                // first is the one holding t0 (it may start before the epoch).
+                let (t0i, t1i, ivi) = (i128::from(t0), i128::from(t1), i128::from(iv));
+                let off = i128::from(plan.bucket_offset_us);
+                let start = t0i - (t0i - off).rem_euclid(ivi);
+                // Transformations need buckets before the window (InfluxDB
+                // extends the range by them, then shows only the window).
+                // Capped so the product below cannot overflow; the row limit
+                // refuses such a range anyway.
+                let lead = if plan.time.lo_ns.is_some() {
+                    i128::from(plan.lead_buckets.min(1 << 32))
+                } else {
+                    0
+                };
+                let first = start - lead * ivi;
+                let n_buckets = (t1i - first) / ivi + 1;
                 limits.rows(usize::try_from(n_buckets).unwrap_or(usize::MAX))?;
                 let mut any = false;
-                let mut b = start;
-                loop {
-                    let w = (b.max(t0), b.saturating_add(iv - 1).min(t1));
-                    let (points, cells) = bucket(snap, plan, group, w, limits, access)?;
-                    any |= points > 0;
-                    if points > 0 {
-                        let mut row = vec![Cell::Time(i128::from(b) * 1000)];
-                        row.extend(cells.into_iter().map(|(c, _)| c));
-                        rows.push(row);
-                    } else if !plan.fill_none {
-                        let mut row = vec![Cell::Time(i128::from(b) * 1000)];
-                        row.extend(plan.calls.iter().map(|c| match c.func {
-                            Func::Count => Cell::UInt(0),
-                            _ => Cell::Null,
-                        }));
-                        rows.push(row);
-                    }
-                    match b.checked_add(iv) {
-                        Some(n) if n <= t1 => b = n,
-                        _ => break,
-                    }
+                let counted = counts_by_scan(
+                    snap,
+                    plan,
+                    group,
+                    (first, start, t0i, t1i, ivi),
+                    limits,
+                    access,
+                )?;
+                let mut buckets: Vec<(i128, Option<Vec<Cell>>)> = Vec::new();
+                let mut b = first;
+                while b <= t1i {
+                    let lo = if b < start { b } else { b.max(t0i) }.max(0);
+                    let hi = (b + ivi - 1).min(t1i);
+                    let cells = if hi < 0 {
+                        None
+                    } else if let Some(counts) = &counted {
+                        let n = counts[((b - first) / ivi) as usize];
+                        any |= n > 0 && b >= start;
+                        (n > 0).then(|| plan.calls.iter().map(|_| Cell::UInt(n)).collect())
+                    } else {
+                        let (points, cells) =
+                            bucket(snap, plan, group, (lo as u64, hi as u64), limits, access)?;
+                        any |= points > 0 && b >= start;
+                        (points > 0).then(|| cells.into_iter().map(|(c, _)| c).collect())
+                    };
+                    buckets.push((b * 1000, cells));
+                    b += ivi;
                 }
-                if !any {
-                    rows.clear();
+                if any {
+                    rows = fill(&plan.fill, &plan.calls, buckets);
                 }
+                if let Some(outs) = &plan.outputs {
+                    rows = outputs(outs, rows);
+                }
+                rows.retain(|r| !matches!(r.first(), Some(Cell::Time(t)) if *t < start * 1000));
+            }
+        }
+        if plan.interval_us.is_none() {
+            if let Some(outs) = &plan.outputs {
+                rows = outputs(outs, rows);
             }
         }
         let series = SeriesResult {
@@ -401,4 +924,146 @@ pub fn execute(
         add_series(&mut result, &mut total_rows, limits, series)?;
     }
     Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: i128 = 1_000_000_000;
+
+    #[test]
+    fn arithmetic_types_and_nulls() {
+        assert_eq!(
+            apply(MathOp::Add, &Cell::Int(2), &Cell::UInt(3)),
+            Cell::Int(5)
+        );
+        assert_eq!(
+            apply(MathOp::Div, &Cell::Int(3), &Cell::Int(2)),
+            Cell::Float(1.5)
+        );
+        assert_eq!(apply(MathOp::Div, &Cell::Int(3), &Cell::Int(0)), Cell::Null);
+        assert_eq!(apply(MathOp::Mul, &Cell::Null, &Cell::Int(2)), Cell::Null);
+        assert_eq!(
+            apply(MathOp::Sub, &Cell::Float(1.0), &Cell::Int(3)),
+            Cell::Float(-2.0)
+        );
+        let o = Out::Math {
+            first: Box::new(Out::Call(0)),
+            rest: vec![(MathOp::Div, Out::Number(Cell::Int(1000)))],
+        };
+        assert_eq!(eval(&o, &[Cell::UInt(2500)]), Cell::Float(2.5));
+    }
+
+    #[test]
+    fn fills() {
+        let calls = vec![Call {
+            func: Func::Sum,
+            field: loom::FieldDef::new("x", 0, loom::FieldType::I64),
+            column: "sum".into(),
+        }];
+        let buckets = || {
+            vec![
+                (0, None),
+                (S, Some(vec![Cell::Int(12)])),
+                (2 * S, None),
+                (3 * S, None),
+                (4 * S, Some(vec![Cell::Int(15)])),
+                (5 * S, None),
+            ]
+        };
+        let col = |rows: Vec<Vec<Cell>>| rows.into_iter().map(|r| r[1].clone()).collect::<Vec<_>>();
+        use Cell::{Int, Null};
+        assert_eq!(
+            col(fill(&FillPlan::Previous, &calls, buckets())),
+            [Null, Int(12), Int(12), Int(12), Int(15), Int(15)]
+        );
+        // linearInteger: slope 1 per bucket, truncated steps.
+        assert_eq!(
+            col(fill(&FillPlan::Linear, &calls, buckets())),
+            [Null, Int(12), Int(13), Int(14), Int(15), Null]
+        );
+        assert_eq!(
+            col(fill(&FillPlan::Value(Int(0)), &calls, buckets())),
+            [Int(0), Int(12), Int(0), Int(0), Int(15), Int(0)]
+        );
+        assert_eq!(fill(&FillPlan::None, &calls, buckets()).len(), 2);
+    }
+
+    #[test]
+    fn transformations() {
+        let input = vec![
+            (0, Cell::Int(10)),
+            (10 * S, Cell::Int(30)),
+            (20 * S, Cell::Int(25)),
+            (40 * S, Cell::Int(45)),
+        ];
+        let d = transform(
+            Transform::Derivative {
+                unit_ns: S as i64,
+                non_negative: false,
+            },
+            &input,
+        );
+        assert_eq!(
+            d,
+            [
+                (10 * S, Cell::Float(2.0)),
+                (20 * S, Cell::Float(-0.5)),
+                (40 * S, Cell::Float(1.0))
+            ]
+        );
+        let nn = transform(
+            Transform::Derivative {
+                unit_ns: S as i64,
+                non_negative: true,
+            },
+            &input,
+        );
+        assert_eq!(nn.len(), 2);
+        let diff = transform(
+            Transform::Difference {
+                non_negative: false,
+            },
+            &input,
+        );
+        assert_eq!(diff[1], (20 * S, Cell::Int(-5)));
+        let cs = transform(Transform::CumulativeSum, &input);
+        assert_eq!(cs[3], (40 * S, Cell::Int(110)));
+        let ma = transform(Transform::MovingAverage(2), &input);
+        assert_eq!(ma[0], (10 * S, Cell::Float(20.0)));
+        assert_eq!(ma.len(), 3);
+        let el = transform(Transform::Elapsed(S as i64), &input);
+        assert_eq!(el[2], (40 * S, Cell::Int(20)));
+    }
+
+    #[test]
+    fn selectors_and_spread() {
+        let v = |x: &[i64]| {
+            x.iter()
+                .enumerate()
+                .map(|(t, v)| (Value::Signed(*v), t as u64))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(mode(&mut v(&[3, 1, 3, 1, 2])), Cell::Int(1));
+        assert_eq!(mode(&mut v(&[5, 4, 9])), Cell::Int(4));
+        assert_eq!(median(&mut v(&[4, 1, 3, 2])), Cell::Float(2.5));
+        assert_eq!(median(&mut v(&[7])), Cell::Float(7.0));
+        assert_eq!(stddev(&v(&[1])), Cell::Null);
+        assert_eq!(
+            stddev(&v(&[2, 4, 4, 4, 5, 5, 7, 9])),
+            Cell::Float((32.0f64 / 7.0).sqrt())
+        );
+        let mut a = Acc::default();
+        for (t, x) in [(5, 3), (1, 8), (9, -2), (1, 9)] {
+            a.add(Func::Spread, Value::Signed(x), t);
+        }
+        assert_eq!(a.finish(Func::Spread).0, Cell::Int(11));
+        let mut f = Acc::default();
+        for (t, x) in [(5, 3), (1, 8), (9, -2), (1, 9)] {
+            f.add(Func::First, Value::Signed(x), t);
+        }
+        // Earliest time, the tie at t = 1 to the larger value.
+        assert_eq!(f.finish(Func::First), (Cell::Int(9), Some(1)));
+    }
 }

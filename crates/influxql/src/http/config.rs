@@ -17,6 +17,9 @@ pub struct HttpConfig {
     pub max_rows: usize,
     /// Largest request body accepted (bytes); larger gets 413.
     pub max_body_bytes: usize,
+    /// Largest `/write` body accepted (bytes, as sent and once
+    /// decompressed); larger gets 413. InfluxDB's default `max-body-size`.
+    pub max_write_bytes: usize,
     /// Time allowed to read a request's headers and body.
     pub read_timeout: Duration,
     /// Queries run at once; more wait.
@@ -32,6 +35,7 @@ impl Default for HttpConfig {
             query_timeout: Duration::from_secs(10),
             max_rows: 100_000,
             max_body_bytes: 1 << 20,
+            max_write_bytes: 25_000_000,
             read_timeout: Duration::from_secs(10),
             query_threads: 2,
             text_limits: TextLimits::default(),

@@ -1,14 +1,19 @@
 //! WHERE → a time window, tag predicates and field predicates.
 //!
-//! Only conjunctions are planned (`OR` is refused). Time is compared in
+//! The top level is a conjunction. An `OR` tree is planned when its
+//! comparisons are all on tags (equality, `!=`, `=~`, `!~`): it is
+//! evaluated per series while planning, like the other tag predicates; an
+//! `OR` that reaches a field or time is refused by name. Time is compared in
 //! nanoseconds as InfluxDB does, then mapped onto Loom's µs exactly: a
 //! record at `t` µs is at `t·1000` ns.
 
 use loom::{FieldDef, Value};
 
 use crate::error::{Error, Result};
+use crate::parse::depth::MAX_DEPTH;
 use crate::parse::{ArithOp, CompareOp, Condition, Expr, Literal};
 use crate::plan::catalog::Catalog;
+use crate::plan::pattern::Pattern;
 
 /// Inclusive bounds in ns since the epoch; `None` = unbounded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -72,6 +77,7 @@ fn order_holds(op: CompareOp, ord: std::cmp::Ordering) -> bool {
         CompareOp::Le => ord != Greater,
         CompareOp::Gt => ord == Greater,
         CompareOp::Ge => ord != Less,
+        CompareOp::Match | CompareOp::NotMatch => false,
     }
 }
 
@@ -113,14 +119,14 @@ impl FieldPredicate {
             &Operand::Float(f) => {
                 let c = f.floor() as i128;
                 match self.op {
-                    Ne => (0, max),
+                    Ne | Match | NotMatch => (0, max),
                     Gt | Ge => (c, max),
                     Lt | Le => (0, c + 1),
                     Eq => (c, c + 1),
                 }
             }
             &Operand::Int(c) => match self.op {
-                Ne => (0, max),
+                Ne | Match | NotMatch => (0, max),
                 Gt => (c + 1, max),
                 Ge => (c, max),
                 Lt => (0, c - 1),
@@ -150,21 +156,63 @@ pub fn index_range(preds: &[FieldPredicate], field: Option<&str>) -> Option<(u64
     }))
 }
 
-/// `tag = 'v'` or `tag != 'v'`.
+/// How a tag predicate tests a series' value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TagMatch {
+    /// `= 'v'`.
+    Equal(String),
+    /// `!= 'v'`.
+    NotEqual(String),
+    /// `=~ /re/`.
+    Regex(Pattern),
+    /// `!~ /re/`.
+    NotRegex(Pattern),
+}
+
+/// `tag = 'v'`, `!=`, `=~ /re/` or `!~ /re/`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TagPredicate {
     /// Tag key.
     pub key: String,
-    /// True for `=`, false for `!=`.
-    pub equal: bool,
-    /// Tag value.
-    pub value: String,
+    /// The test.
+    pub test: TagMatch,
 }
 
 impl TagPredicate {
-    /// Whether a series with tag value `v` (`None`: no such tag) matches.
+    /// Whether a series with tag value `v` (`None`: no such tag, compared
+    /// as the empty string, as InfluxDB does) matches.
     pub fn holds(&self, v: Option<&str>) -> bool {
-        (v.unwrap_or("") == self.value) == self.equal
+        let v = v.unwrap_or("");
+        match &self.test {
+            TagMatch::Equal(w) => v == w,
+            TagMatch::NotEqual(w) => v != w,
+            TagMatch::Regex(p) => p.is_match(v),
+            TagMatch::NotRegex(p) => !p.is_match(v),
+        }
+    }
+}
+
+/// Tag predicates joined by AND and OR (an `OR` of the WHERE clause whose
+/// every comparison is on a tag); at most [`MAX_DEPTH`] chains deep, as
+/// the parser builds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TagTree {
+    /// One predicate.
+    Leaf(TagPredicate),
+    /// Every operand holds.
+    All(Vec<TagTree>),
+    /// At least one operand holds.
+    Any(Vec<TagTree>),
+}
+
+impl TagTree {
+    /// Whether a series with tags `tag(key)` satisfies the tree.
+    pub fn holds(&self, tag: &dyn Fn(&str) -> Option<String>) -> bool {
+        match self {
+            TagTree::Leaf(p) => p.holds(tag(&p.key).as_deref()),
+            TagTree::All(v) => v.iter().all(|t| t.holds(tag)),
+            TagTree::Any(v) => v.iter().any(|t| t.holds(tag)),
+        }
     }
 }
 
@@ -175,6 +223,8 @@ pub struct Filters {
     pub time: TimeBounds,
     /// Tag predicates (all must hold).
     pub tags: Vec<TagPredicate>,
+    /// `OR` trees of tag predicates (all must hold).
+    pub tag_trees: Vec<TagTree>,
     /// Field predicates (all must hold).
     pub fields: Vec<FieldPredicate>,
 }
@@ -194,6 +244,11 @@ fn time_operand(e: &Expr, now_ns: i128) -> Result<i128> {
             return Err(Error::Plan(format!("time {f} is out of range")));
         }
         Expr::Literal(Literal::String(s)) => parse_rfc3339(s)?,
+        Expr::Literal(Literal::Regex(_)) => {
+            return Err(Error::Plan(format!(
+                "time compared with a regular expression ({e})"
+            )))
+        }
         Expr::Arith { .. } => {
             return Err(Error::Unsupported(format!("nested time arithmetic ({e})")))
         }
@@ -262,19 +317,105 @@ fn flip(op: CompareOp) -> CompareOp {
     }
 }
 
-/// The comparisons of a conjunction, flattening nested AND chains with an
-/// explicit stack (no recursion, however the tree was built).
-fn conjuncts(c: &Condition) -> Result<Vec<&Condition>> {
+/// The operands of a conjunction (comparisons and OR chains), flattening
+/// nested AND chains with an explicit stack (no recursion, however the
+/// tree was built).
+fn conjuncts(c: &Condition) -> Vec<&Condition> {
     let mut out = Vec::new();
     let mut todo = vec![c];
     while let Some(c) = todo.pop() {
         match c {
             Condition::And(items) => todo.extend(items.iter().rev()),
-            Condition::Or(..) => return Err(Error::Unsupported(format!("OR in WHERE ({c})"))),
-            cmp => out.push(cmp),
+            other => out.push(other),
         }
     }
-    Ok(out)
+    out
+}
+
+/// A comparison with its identifier on the left (`'a' = host` → `host = 'a'`).
+fn oriented(c: &Condition) -> Result<(&Expr, CompareOp, &Expr)> {
+    let Condition::Compare { lhs, op, rhs } = c else {
+        return Err(Error::Plan(format!("not a comparison ({c})")));
+    };
+    match (lhs, rhs) {
+        (Expr::Identifier(_), _) => Ok((lhs, *op, rhs)),
+        (_, Expr::Identifier(_)) => Ok((rhs, flip(*op), lhs)),
+        _ => Err(Error::Unsupported(format!(
+            "a comparison without a field, tag or time ({c})"
+        ))),
+    }
+}
+
+/// `tag op literal` as a predicate (the caller knows `name` is a tag).
+fn tag_predicate(name: &str, op: CompareOp, rhs: &Expr, c: &Condition) -> Result<TagPredicate> {
+    let test = match (op, rhs) {
+        (CompareOp::Eq, Expr::Literal(Literal::String(v))) => TagMatch::Equal(v.clone()),
+        (CompareOp::Ne, Expr::Literal(Literal::String(v))) => TagMatch::NotEqual(v.clone()),
+        (CompareOp::Match, Expr::Literal(Literal::Regex(r))) => {
+            TagMatch::Regex(Pattern::compile(r)?)
+        }
+        (CompareOp::NotMatch, Expr::Literal(Literal::Regex(r))) => {
+            TagMatch::NotRegex(Pattern::compile(r)?)
+        }
+        (CompareOp::Match | CompareOp::NotMatch, _) => {
+            return Err(Error::Plan(format!(
+                "=~ and !~ need a regular expression /…/ ({c})"
+            )))
+        }
+        (CompareOp::Eq | CompareOp::Ne, _) => {
+            return Err(Error::Plan(format!(
+                "tag {name} can only be compared with a string ({c})"
+            )))
+        }
+        _ => {
+            return Err(Error::Unsupported(format!(
+                "ordering comparisons on tags ({c})"
+            )))
+        }
+    };
+    Ok(TagPredicate {
+        key: name.to_string(),
+        test,
+    })
+}
+
+/// An OR chain whose comparisons are all on tags, as a [`TagTree`];
+/// anything else in it is refused by name. Recursion is bounded by the
+/// parser's depth limit (deeper trees, which only code builds, are refused).
+fn tag_tree(c: &Condition, catalog: &Catalog, measurement: &str, level: usize) -> Result<TagTree> {
+    if level > MAX_DEPTH {
+        return Err(Error::Unsupported(format!(
+            "conditions nested deeper than {MAX_DEPTH} levels"
+        )));
+    }
+    let sub = |items: &[Condition]| -> Result<Vec<TagTree>> {
+        items
+            .iter()
+            .map(|i| tag_tree(i, catalog, measurement, level + 1))
+            .collect()
+    };
+    match c {
+        Condition::And(items) => Ok(TagTree::All(sub(items)?)),
+        Condition::Or(items) => Ok(TagTree::Any(sub(items)?)),
+        cmp => {
+            let (lhs, op, rhs) = oriented(cmp)?;
+            match lhs {
+                Expr::Identifier(n) if catalog.is_tag(measurement, n.as_str()) => Ok(
+                    TagTree::Leaf(tag_predicate(n.as_str(), op, rhs, cmp)?),
+                ),
+                // InfluxDB answers a tag key the measurement lacks as the
+                // empty value.
+                Expr::Identifier(n)
+                    if !is_time(lhs) && catalog.field(measurement, n.as_str()).is_none() =>
+                {
+                    Ok(TagTree::Leaf(tag_predicate(n.as_str(), op, rhs, cmp)?))
+                }
+                _ => Err(Error::Unsupported(format!(
+                    "OR between conditions on fields or time ({cmp}); OR is served between tag conditions"
+                ))),
+            }
+        }
+    }
 }
 
 impl Filters {
@@ -287,19 +428,12 @@ impl Filters {
     ) -> Result<Filters> {
         let mut f = Filters::default();
         let Some(cond) = cond else { return Ok(f) };
-        for c in conjuncts(cond)? {
-            let Condition::Compare { lhs, op, rhs } = c else {
+        for c in conjuncts(cond) {
+            if matches!(c, Condition::Or(_)) {
+                f.tag_trees.push(tag_tree(c, catalog, measurement, 0)?);
                 continue;
-            };
-            let (lhs, op, rhs) = match (lhs, rhs) {
-                (Expr::Identifier(_), _) => (lhs, *op, rhs),
-                (_, Expr::Identifier(_)) => (rhs, flip(*op), lhs),
-                _ => {
-                    return Err(Error::Unsupported(format!(
-                        "a comparison without a field, tag or time ({c})"
-                    )))
-                }
-            };
+            }
+            let (lhs, op, rhs) = oriented(c)?;
             if is_time(lhs) {
                 let ns = time_value(rhs, now_ns)?;
                 f.time_bound(op, ns, c)?;
@@ -310,26 +444,13 @@ impl Filters {
             };
             let name = name.as_str();
             if catalog.is_tag(measurement, name) {
-                let Expr::Literal(Literal::String(v)) = rhs else {
-                    return Err(Error::Plan(format!(
-                        "tag {name} can only be compared with a string ({c})"
-                    )));
-                };
-                let equal = match op {
-                    CompareOp::Eq => true,
-                    CompareOp::Ne => false,
-                    _ => {
-                        return Err(Error::Unsupported(format!(
-                            "ordering comparisons on tags ({c})"
-                        )))
-                    }
-                };
-                f.tags.push(TagPredicate {
-                    key: name.to_string(),
-                    equal,
-                    value: v.clone(),
-                });
+                f.tags.push(tag_predicate(name, op, rhs, c)?);
             } else if let Some(field) = catalog.field(measurement, name) {
+                if matches!(op, CompareOp::Match | CompareOp::NotMatch) {
+                    return Err(Error::Unsupported(format!(
+                        "regular expressions on fields ({c})"
+                    )));
+                }
                 let value = match (rhs, field.ty.is_numeric()) {
                     (Expr::Literal(Literal::Integer(v)), true) => Operand::Int(*v),
                     (Expr::Literal(Literal::Float(v)), true) => Operand::Float(*v),
@@ -362,6 +483,15 @@ impl Filters {
         Ok(f)
     }
 
+    /// Whether a series with `schema` passes every tag predicate and tree.
+    pub fn series_match(&self, schema: &loom::SourceSchema) -> bool {
+        self.tags.iter().all(|p| p.holds(schema.tag(&p.key)))
+            && self
+                .tag_trees
+                .iter()
+                .all(|t| t.holds(&|k| schema.tag(k).map(str::to_string)))
+    }
+
     fn time_bound(&mut self, op: CompareOp, ns: i128, c: &Condition) -> Result<()> {
         let lo = |b: &mut TimeBounds, v: i128| b.lo_ns = Some(b.lo_ns.map_or(v, |o| o.max(v)));
         let hi = |b: &mut TimeBounds, v: i128| b.hi_ns = Some(b.hi_ns.map_or(v, |o| o.min(v)));
@@ -374,8 +504,8 @@ impl Filters {
                 lo(&mut self.time, ns);
                 hi(&mut self.time, ns);
             }
-            CompareOp::Ne => {
-                return Err(Error::Unsupported(format!("time != … ({c})")));
+            CompareOp::Ne | CompareOp::Match | CompareOp::NotMatch => {
+                return Err(Error::Unsupported(format!("time {} … ({c})", op.as_str())));
             }
         }
         Ok(())

@@ -6,8 +6,10 @@ use std::collections::BTreeMap;
 use crate::error::{Error, Result};
 use crate::parse::{CallArg, Dimension, Expr, Fill, Literal, Projected, SelectStatement};
 use crate::plan::{
-    AggregatePlan, Call, Catalog, Column, Filters, Func, Group, Plan, RawPlan, Series,
+    AggregatePlan, Call, Catalog, Column, FillPlan, Filters, Func, Group, Out, Plan, RawPlan,
+    Series, Transform,
 };
+use crate::result::Cell;
 
 fn unique_column(name: &str, taken: &mut BTreeMap<String, u32>) -> String {
     // InfluxDB names repeated columns max, max_1, max_2, …
@@ -34,6 +36,12 @@ fn plan_call(
         "max" => Func::Max,
         "mean" => Func::Mean,
         "percentile" => Func::Percentile(0.0),
+        "first" => Func::First,
+        "last" => Func::Last,
+        "spread" => Func::Spread,
+        "stddev" => Func::Stddev,
+        "median" => Func::Median,
+        "mode" => Func::Mode,
         other => return Err(Error::Unsupported(format!("the function {other}()"))),
     };
     let want = if matches!(func, Func::Percentile(_)) {
@@ -67,6 +75,9 @@ fn plan_call(
                 "{name}() of an expression ({e})"
             )))
         }
+        CallArg::Call(c) => {
+            return Err(Error::Unsupported(format!("{name}() of a function ({c})")))
+        }
     };
     if !field.ty.is_numeric() && func != Func::Count {
         return Err(Error::Plan(format!(
@@ -92,7 +103,7 @@ fn plan_call(
 fn groups(catalog: &Catalog, measurement: &str, filters: &Filters, keys: &[String]) -> Vec<Group> {
     let mut out: BTreeMap<Vec<(String, String)>, Vec<Series>> = BTreeMap::new();
     for s in catalog.measurements.get(measurement).into_iter().flatten() {
-        if !filters.tags.iter().all(|p| p.holds(s.schema.tag(&p.key))) {
+        if !filters.series_match(&s.schema) {
             continue;
         }
         let key = keys
@@ -106,21 +117,216 @@ fn groups(catalog: &Catalog, measurement: &str, filters: &Filters, keys: &[Strin
         .collect()
 }
 
+/// Whether a projection holds a function call (an aggregate statement).
+/// Recursion is bounded by the parser's depth limit.
+fn has_call(p: &Projected) -> bool {
+    match p {
+        Projected::Call { .. } => true,
+        Projected::Math { first, rest } => has_call(first) || rest.iter().any(|(_, x)| has_call(x)),
+        Projected::Paren(x) => has_call(x),
+        _ => false,
+    }
+}
+
+/// Whether the projection is one aggregate call (no arithmetic, no
+/// transformation): the call's own column.
+fn plain_call(p: &Projected) -> bool {
+    matches!(p, Projected::Call { name, .. } if !is_transform(name))
+}
+
+fn is_transform(name: &str) -> bool {
+    matches!(
+        name,
+        "derivative"
+            | "non_negative_derivative"
+            | "difference"
+            | "non_negative_difference"
+            | "moving_average"
+            | "cumulative_sum"
+            | "elapsed"
+    )
+}
+
+/// InfluxDB's column name of an expression: a call's name, a field's
+/// name, binary operands' names joined by `_`.
+fn expr_name(p: &Projected) -> String {
+    match p {
+        Projected::Call { name, .. } => name.clone(),
+        Projected::Identifier(i) => i.0.clone(),
+        Projected::Paren(x) => expr_name(x),
+        Projected::Math { first, rest } => {
+            let mut n = expr_name(first);
+            for (_, x) in rest {
+                let m = expr_name(x);
+                if !n.is_empty() && !m.is_empty() {
+                    n.push('_');
+                }
+                n.push_str(&m);
+            }
+            n
+        }
+        _ => String::new(),
+    }
+}
+
+/// Plans one aggregate call (`count(distinct(x))` included); its index.
+fn aggregate_call(
+    name: &str,
+    args: &[CallArg],
+    catalog: &Catalog,
+    measurement: &str,
+    calls: &mut Vec<Call>,
+    alone: bool,
+) -> Result<usize> {
+    let (func, field) =
+        match (name, args) {
+            ("count", [CallArg::Call(inner)]) => match &**inner {
+                Projected::Call { name: d, args } if d == "distinct" => {
+                    let (_, field) = plan_call("count", args, catalog, measurement)?;
+                    if !field.ty.is_numeric() {
+                        return Err(Error::Unsupported(format!(
+                            "count(distinct()) of string field {}",
+                            field.name
+                        )));
+                    }
+                    (Func::CountDistinct, field)
+                }
+                other => {
+                    return Err(Error::Unsupported(format!("count() of {other}")));
+                }
+            },
+            ("distinct", _) if !alone => return Err(Error::Unsupported(
+                "distinct() with other functions or arithmetic (it gives several rows per bucket)"
+                    .into(),
+            )),
+            ("distinct", _) => {
+                let (_, field) = plan_call("count", args, catalog, measurement)?;
+                if !field.ty.is_numeric() {
+                    return Err(Error::Unsupported(format!(
+                        "distinct() of string field {}",
+                        field.name
+                    )));
+                }
+                (Func::Distinct, field)
+            }
+            ("top" | "bottom", _) => {
+                return Err(Error::Unsupported(format!(
+                    "{name}() with other functions or arithmetic"
+                )))
+            }
+            _ => plan_call(name, args, catalog, measurement)?,
+        };
+    calls.push(Call {
+        func,
+        field,
+        column: name.to_string(),
+    });
+    Ok(calls.len() - 1)
+}
+
+/// A duration argument in ns (`1s`), or `default` when absent.
+fn duration_arg(name: &str, a: Option<&CallArg>, default: i64) -> Result<i64> {
+    match a {
+        None => Ok(default),
+        Some(CallArg::Expr(Expr::Literal(Literal::Duration(d)))) if d.0 > 0 => Ok(d.0),
+        Some(_) => Err(Error::Plan(format!(
+            "{name}() takes a positive duration as its second argument"
+        ))),
+    }
+}
+
+/// The output expression of a projection, its calls added to `calls`.
+/// Recursion is bounded by the parser's depth limit.
+fn output(
+    p: &Projected,
+    catalog: &Catalog,
+    measurement: &str,
+    calls: &mut Vec<Call>,
+    alone: bool,
+) -> Result<Out> {
+    match p {
+        Projected::Call { name, args } if is_transform(name) => {
+            let Some(CallArg::Call(inner)) = args.first() else {
+                return Err(Error::Unsupported(format!(
+                    "{name}() of raw values; {name}(f(x)) over GROUP BY time() is served"
+                )));
+            };
+            let Projected::Call {
+                name: f,
+                args: fargs,
+            } = &**inner
+            else {
+                return Err(Error::Plan(format!("{name}() needs an aggregate inside")));
+            };
+            let k = aggregate_call(f, fargs, catalog, measurement, calls, false)?;
+            let t = match name.as_str() {
+                "derivative" | "non_negative_derivative" => Transform::Derivative {
+                    unit_ns: duration_arg(name, args.get(1), 1_000_000_000)?,
+                    non_negative: name.starts_with("non_negative"),
+                },
+                "difference" | "non_negative_difference" => Transform::Difference {
+                    non_negative: name.starts_with("non_negative"),
+                },
+                "moving_average" => match args.get(1) {
+                    Some(CallArg::Expr(Expr::Literal(Literal::Integer(n)))) if *n >= 1 => {
+                        Transform::MovingAverage(usize::try_from(*n).unwrap_or(usize::MAX))
+                    }
+                    _ => {
+                        return Err(Error::Plan(
+                            "moving_average() needs a positive window size N".into(),
+                        ))
+                    }
+                },
+                "cumulative_sum" => Transform::CumulativeSum,
+                _ => Transform::Elapsed(duration_arg(name, args.get(1), 1)?),
+            };
+            Ok(Out::Transform(t, k))
+        }
+        Projected::Call { name, args } => Ok(Out::Call(aggregate_call(
+            name,
+            args,
+            catalog,
+            measurement,
+            calls,
+            alone,
+        )?)),
+        Projected::Number(Literal::Integer(v)) => Ok(Out::Number(
+            i64::try_from(*v).map_or(Cell::Float(*v as f64), Cell::Int),
+        )),
+        Projected::Number(Literal::Float(v)) => Ok(Out::Number(Cell::Float(*v))),
+        Projected::Paren(x) => output(x, catalog, measurement, calls, false),
+        Projected::Math { first, rest } => {
+            let first = Box::new(output(first, catalog, measurement, calls, false)?);
+            let rest = rest
+                .iter()
+                .map(|(op, x)| Ok((*op, output(x, catalog, measurement, calls, false)?)))
+                .collect::<Result<Vec<_>>>()?;
+            Ok(Out::Math { first, rest })
+        }
+        other => Err(Error::Plan(format!(
+            "mixing aggregate and non-aggregate queries is not supported ({other})"
+        ))),
+    }
+}
+
 /// Plans a SELECT statement.
 pub fn plan_select(s: &SelectStatement, catalog: &Catalog, now_ns: i128) -> Result<Plan> {
-    let measurement = s.from.name.0.clone();
+    let measurement = match &s.from {
+        crate::parse::Source::Measurement(m) => m.name.0.clone(),
+        crate::parse::Source::Subquery(inner) => {
+            return crate::plan::subquery::plan_subquery(s, inner, catalog, now_ns)
+        }
+    };
     if !catalog.measurements.contains_key(&measurement) {
         return Ok(Plan::Nothing);
     }
     let filters = Filters::plan(s.condition.as_ref(), catalog, &measurement, now_ns)?;
     let mut interval_us = None;
-    let mut tag_keys = Vec::new();
+    let mut bucket_offset_us = 0u64;
+    let mut tag_keys: Vec<String> = Vec::new();
     for d in &s.group_by {
         match d {
-            Dimension::Time {
-                offset: Some(_), ..
-            } => return Err(Error::Unsupported("GROUP BY time() with an offset".into())),
-            Dimension::Time { interval, .. } => {
+            Dimension::Time { interval, offset } => {
                 if interval.0 <= 0 || interval.0 % 1000 != 0 {
                     return Err(Error::Unsupported(format!(
                         "GROUP BY time({interval}): intervals must be positive whole microseconds"
@@ -128,6 +334,15 @@ pub fn plan_select(s: &SelectStatement, catalog: &Catalog, now_ns: i128) -> Resu
                 }
                 if interval_us.replace(interval.0 as u64 / 1000).is_some() {
                     return Err(Error::Plan("GROUP BY time() appears twice".into()));
+                }
+                if let Some(o) = offset {
+                    if o.0 % 1000 != 0 {
+                        return Err(Error::Unsupported(format!(
+                            "GROUP BY time({interval}, {o}): offsets must be whole microseconds"
+                        )));
+                    }
+                    // As InfluxDB: the offset modulo the interval, never negative.
+                    bucket_offset_us = (o.0 / 1000).rem_euclid(interval.0 / 1000) as u64;
                 }
             }
             Dimension::Tag(t) => {
@@ -138,57 +353,77 @@ pub fn plan_select(s: &SelectStatement, catalog: &Catalog, now_ns: i128) -> Resu
                 }
                 tag_keys.push(t.0.clone());
             }
-            Dimension::Wildcard => return Err(Error::Unsupported("GROUP BY *".into())),
+            Dimension::Regex(r) => {
+                let p = crate::plan::Pattern::compile(r)?;
+                tag_keys.extend(
+                    catalog
+                        .tag_keys(&measurement)
+                        .into_iter()
+                        .filter(|k| p.is_match(k)),
+                );
+            }
+            Dimension::Wildcard => {
+                // Every tag key of the measurement, as InfluxDB expands `*`.
+                tag_keys.extend(catalog.tag_keys(&measurement));
+            }
         }
     }
-    let fill_name = match &s.fill {
-        None | Some(Fill::Null) | Some(Fill::None) => None,
-        Some(Fill::Previous) => Some("fill(previous)".to_string()),
-        Some(Fill::Linear) => Some("fill(linear)".to_string()),
-        Some(Fill::Value(v)) => Some(format!("fill({v})")),
+    tag_keys.sort();
+    tag_keys.dedup();
+    let fill = match &s.fill {
+        None | Some(Fill::Null) => FillPlan::Null,
+        Some(Fill::None) => FillPlan::None,
+        Some(Fill::Previous) => FillPlan::Previous,
+        Some(Fill::Linear) => FillPlan::Linear,
+        Some(Fill::Value(Literal::Integer(v))) => match i64::try_from(*v) {
+            Ok(v) => FillPlan::Value(Cell::Int(v)),
+            Err(_) => FillPlan::Value(Cell::Float(*v as f64)),
+        },
+        Some(Fill::Value(Literal::Float(v))) => FillPlan::Value(Cell::Float(*v)),
+        Some(Fill::Value(v)) => {
+            return Err(Error::Plan(format!(
+                "fill({v}): a number, null, none, previous or linear"
+            )))
+        }
     };
-    if let Some(f) = fill_name {
-        return Err(Error::Unsupported(f));
-    }
     let groups = groups(catalog, &measurement, &filters, &tag_keys);
-    let calls: Vec<_> = s
-        .fields
-        .iter()
-        .filter(|p| matches!(p.expr, Projected::Call { .. }))
-        .collect();
+    let calls: Vec<_> = s.fields.iter().filter(|p| has_call(&p.expr)).collect();
     let descending = s.descending.unwrap_or(false);
     let offset = s.offset.unwrap_or(0);
-    let is_top = |p: &&crate::parse::Projection| matches!(&p.expr, Projected::Call { name, .. } if name == "top");
+    let is_top = |p: &&crate::parse::Projection| matches!(&p.expr, Projected::Call { name, .. } if name == "top" || name == "bottom");
     if let Some(top) = calls.iter().copied().find(is_top) {
-        if s.fields.len() != 1 {
-            return Err(Error::Plan(
-                "selector function top() cannot be combined with other functions or fields".into(),
-            ));
-        }
-        if interval_us.is_some() {
-            return Err(Error::Unsupported("top() with GROUP BY time()".into()));
-        }
-        let Projected::Call { args, .. } = &top.expr else {
+        let Projected::Call {
+            name: top_name,
+            args,
+        } = &top.expr
+        else {
             return Err(Error::Plan("top() needs a field and a count".into()));
         };
+        if s.fields.len() != 1 {
+            return Err(Error::Plan(format!(
+                "selector function {top_name}() cannot be combined with other functions or fields"
+            )));
+        }
+        if interval_us.is_some() {
+            return Err(Error::Unsupported(format!(
+                "{top_name}() with GROUP BY time()"
+            )));
+        }
         if args.len() != 2 {
-            return Err(Error::Unsupported(
-                "top() with other than two arguments (field, N)".into(),
-            ));
+            return Err(Error::Unsupported(format!(
+                "{top_name}() with other than two arguments (field, N)"
+            )));
         }
         let (_, field) = plan_call("max", &args[..1], catalog, &measurement)?;
         let n = match &args[1] {
             CallArg::Expr(Expr::Literal(Literal::Integer(n))) if *n >= 1 => *n as u64,
             _ => {
-                return Err(Error::Plan(
-                    "top() needs a positive integer N as its last argument".into(),
-                ))
+                return Err(Error::Plan(format!(
+                    "{top_name}() needs a positive integer N as its last argument"
+                )))
             }
         };
-        let column = top
-            .alias
-            .as_ref()
-            .map_or("top".to_string(), |a| a.0.clone());
+        let column = top.alias.as_ref().map_or(top_name.clone(), |a| a.0.clone());
         return Ok(Plan::Top(crate::plan::TopPlan {
             measurement,
             groups,
@@ -200,6 +435,7 @@ pub fn plan_select(s: &SelectStatement, catalog: &Catalog, now_ns: i128) -> Resu
             descending,
             limit: s.limit,
             offset,
+            bottom: top_name == "bottom",
         }));
     }
     if !calls.is_empty() {
@@ -210,34 +446,61 @@ pub fn plan_select(s: &SelectStatement, catalog: &Catalog, now_ns: i128) -> Resu
         }
         let mut taken = BTreeMap::new();
         let mut out = Vec::new();
+        let all_plain = s.fields.iter().all(|p| plain_call(&p.expr));
+        let mut outputs = Vec::new();
         for p in &s.fields {
-            let Projected::Call { name, args } = &p.expr else {
-                continue;
+            let o = output(
+                &p.expr,
+                catalog,
+                &measurement,
+                &mut out,
+                s.fields.len() == 1,
+            )?;
+            if matches!(o, Out::Transform(..)) && interval_us.is_none() {
+                return Err(Error::Unsupported(format!(
+                    "{} without GROUP BY time() (transformations of raw values)",
+                    p.expr
+                )));
+            }
+            let name = match &p.alias {
+                Some(a) => a.0.clone(),
+                None => expr_name(&p.expr),
             };
-            let (func, field) = plan_call(name, args, catalog, &measurement)?;
-            let column = unique_column(
-                p.alias.as_ref().map_or(name.as_str(), |a| a.as_str()),
-                &mut taken,
-            );
-            out.push(Call {
-                func,
-                field,
-                column,
-            });
+            let column = unique_column(&name, &mut taken);
+            if all_plain {
+                if let Out::Call(k) = o {
+                    out[k].column = column;
+                }
+            } else {
+                outputs.push((column, o));
+            }
         }
         let mut time = filters.time;
         if interval_us.is_some() && time.hi_ns.is_none() {
             // InfluxDB ends GROUP BY time() windows at now() by default.
             time.hi_ns = Some(now_ns);
         }
-        let selector_time = interval_us.is_none() && out.len() == 1 && out[0].func.is_selector();
+        let selector_time =
+            all_plain && interval_us.is_none() && out.len() == 1 && out[0].func.is_selector();
         return Ok(Plan::Aggregate(AggregatePlan {
             measurement,
             groups,
             time,
             interval_us,
-            fill_none: matches!(s.fill, Some(Fill::None)),
+            bucket_offset_us,
+            fill,
+            lead_buckets: outputs
+                .iter()
+                .map(|(_, o)| match o {
+                    Out::Transform(Transform::MovingAverage(n), _) => *n as u64 - 1,
+                    Out::Transform(Transform::CumulativeSum, _) => 0,
+                    Out::Transform(..) => 1,
+                    _ => 0,
+                })
+                .max()
+                .unwrap_or(0),
             calls: out,
+            outputs: (!all_plain).then_some(outputs),
             fields: filters.fields,
             selector_time,
             descending,
@@ -291,6 +554,11 @@ pub fn plan_select(s: &SelectStatement, catalog: &Catalog, now_ns: i128) -> Resu
                 columns.push((unique_column(name, &mut taken), c));
             }
             Projected::Call { .. } => {}
+            other => {
+                return Err(Error::Unsupported(format!(
+                    "arithmetic on raw values ({other}); arithmetic of aggregates is served"
+                )))
+            }
         }
     }
     if !columns.iter().any(|(_, c)| matches!(c, Column::Field(_))) {
