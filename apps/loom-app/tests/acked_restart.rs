@@ -6,10 +6,8 @@
 //! exactly once, each at its own time: compared by brute force with the
 //! recording (series, time, bytes), as multisets.
 
-use std::io::{BufRead, BufReader};
 use std::net::{TcpListener, TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -20,47 +18,27 @@ use telemetry::raw::{self, SourceKey};
 use telemetry::wire::resend::{Connector, Link};
 use telemetry::RecordingReader;
 
-fn start_app(store: &Path, addr: &str) -> (Child, mpsc::Receiver<String>) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_loom-app"))
-        .args(["--addr", addr, "--http", "off", "--otlp-grpc", "off"])
-        .args([
-            "--otlp-http",
-            "off",
-            "--machine-output",
-            "--report-interval-s",
-            "60",
-        ])
-        .args(["--persist-interval-ms", "1000", "--ack-interval-ms", "100"])
-        .arg("--loom-path")
-        .arg(store)
-        .stdout(Stdio::piped())
-        .stderr(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(store.with_extension("log"))
-                .expect("log file"),
-        )
-        .spawn()
-        .expect("spawn loom-app");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    loop {
-        let line = rx
-            .recv_timeout(Duration::from_secs(60))
-            .expect("loom-app printed its address");
-        if line.contains("listening on ") {
-            break;
-        }
-    }
-    (child, rx)
+fn start_app(store: &Path, addr: &str) -> testing::LoomApp {
+    let store = store.display().to_string();
+    testing::LoomApp::loom_app([
+        "--addr",
+        addr,
+        "--http",
+        "off",
+        "--otlp-grpc",
+        "off",
+        "--otlp-http",
+        "off",
+        "--machine-output",
+        "--report-interval-s",
+        "60",
+        "--persist-interval-ms",
+        "1000",
+        "--ack-interval-ms",
+        "100",
+        "--loom-path",
+        &store,
+    ])
 }
 
 fn free_addr() -> String {
@@ -114,20 +92,13 @@ fn stored(store: &Path) -> Vec<(u64, u64, Vec<u8>)> {
     out
 }
 
-fn next(seed: &mut u64) -> u64 {
-    *seed ^= *seed << 13;
-    *seed ^= *seed >> 7;
-    *seed ^= *seed << 17;
-    *seed
-}
-
 #[test]
 fn acked_replay_survives_ten_sigkills_exactly_once_at_own_times() {
     let kills: u32 = std::env::var("LOOM_ACK_KILLS")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(10);
-    let mut seed: u64 = std::env::var("LOOM_ACK_KILL_SEED")
+    let seed: u64 = std::env::var("LOOM_ACK_KILL_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| {
@@ -144,10 +115,7 @@ fn acked_replay_survives_ten_sigkills_exactly_once_at_own_times() {
     let rec = recording(dir.path(), 30_000.0, 16.0, 5);
     let store = dir.path().join("store");
     let addr = free_addr();
-    // The apps' stdout readers stay alive (a closed pipe would fail their prints).
-    let mut outputs = Vec::new();
-    let (mut app, lines) = start_app(&store, &addr);
-    outputs.push(lines);
+    let mut app = start_app(&store, &addr);
 
     let cfg = ReplayConfig {
         file_path: rec.clone(),
@@ -197,15 +165,13 @@ fn acked_replay_survives_ten_sigkills_exactly_once_at_own_times() {
     let offset = offset_rx
         .recv_timeout(Duration::from_secs(60))
         .expect("the replay started");
+    let mut rng = replay::rng::SplitMix64::new(seed);
     for k in 0..kills {
-        let wait_ms = 300 + next(&mut seed) % 1200;
+        let wait_ms = 300 + rng.below(1200);
         std::thread::sleep(Duration::from_millis(wait_ms));
-        app.kill().expect("SIGKILL loom-app");
-        app.wait().expect("reap");
+        app.process.kill();
         println!("kill {} after {wait_ms} ms", k + 1);
-        let lines;
-        (app, lines) = start_app(&store, &addr);
-        outputs.push(lines);
+        app = start_app(&store, &addr);
     }
     let summary = replay
         .join()
@@ -215,23 +181,9 @@ fn acked_replay_survives_ten_sigkills_exactly_once_at_own_times() {
     assert_eq!(summary.unacked_frames, 0);
     assert!(summary.connections >= 2, "the sender reconnected");
     // A clean stop: loom-app persists and exits.
-    Command::new("kill")
-        .args(["-INT", &app.id().to_string()])
-        .status()
-        .expect("kill -INT");
-    let status = app.wait().expect("wait");
-    let log = std::fs::read_to_string(store.with_extension("log")).unwrap_or_default();
-    let tail: Vec<&str> = log.lines().rev().take(30).collect();
-    assert!(
-        status.success(),
-        "{status}; log tail (newest first):\n{}",
-        tail.join("\n")
-    );
-
-    if let Some(stats) = outputs
-        .last()
-        .and_then(|rx| rx.try_iter().find(|l| l.starts_with("STATS ")))
-    {
+    let end = app.stop();
+    assert!(end.success(), "{}", end.stderr);
+    if let Some(stats) = end.line("STATS ") {
         println!("last run: {stats}");
     }
     let want = expected(&rec, offset, &telemetry::wire::sender::hostname());

@@ -8,81 +8,49 @@
 //! of a sender that connected again) are closed alone, logged and counted,
 //! while a good sender's frames are stored.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use telemetry::wire::{self, control, sender, FrameType, Hello, Incoming};
 use telemetry::{Batch, FrameReader, Record, RunQueue};
 
 struct App {
-    child: Child,
+    app: testing::LoomApp,
     addr: String,
-    lines: mpsc::Receiver<String>,
 }
 
 fn start_app(store: &Path) -> App {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_loom-app"))
-        .args([
-            "--addr",
-            "127.0.0.1:0",
-            "--http",
-            "off",
-            "--otlp-grpc",
-            "off",
-        ])
-        .args([
-            "--otlp-http",
-            "off",
-            "--machine-output",
-            "--report-interval-s",
-            "60",
-        ])
-        .args(["--reorder-window-ms", "0", "--ack-interval-ms", "20"])
-        .arg("--loom-path")
-        .arg(store)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn loom-app");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let addr = loop {
-        let line = rx
-            .recv_timeout(Duration::from_secs(60))
-            .expect("loom-app printed its address");
-        if let Some(r) = line.strip_prefix("loom-app listening on ") {
-            break r.split(',').next().unwrap_or_default().to_string();
-        }
-    };
+    let store = store.display().to_string();
+    let app = testing::LoomApp::loom_app([
+        "--http",
+        "off",
+        "--otlp-grpc",
+        "off",
+        "--otlp-http",
+        "off",
+        "--machine-output",
+        "--report-interval-s",
+        "60",
+        "--reorder-window-ms",
+        "0",
+        "--ack-interval-ms",
+        "20",
+        "--loom-path",
+        &store,
+    ]);
     App {
-        child,
-        addr,
-        lines: rx,
+        addr: app.tcp(),
+        app,
     }
 }
 
 /// Stops loom-app cleanly; its STATS line.
-fn stop(mut app: App) -> String {
-    Command::new("kill")
-        .args(["-INT", &app.child.id().to_string()])
-        .status()
-        .expect("kill -INT");
-    assert!(app.child.wait().expect("wait").success());
-    app.lines
-        .try_iter()
-        .find(|l| l.starts_with("STATS "))
-        .expect("a STATS line")
+fn stop(app: App) -> String {
+    let end = app.app.stop();
+    assert!(end.success(), "{}", end.stderr);
+    end.line("STATS ").expect("a STATS line").to_string()
 }
 
 fn stat(stats: &str, key: &str) -> u64 {
