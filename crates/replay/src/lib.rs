@@ -5,6 +5,7 @@
 
 pub mod disorder;
 pub mod gen;
+pub mod percentile;
 pub mod prepare;
 pub mod rng;
 pub mod stats;

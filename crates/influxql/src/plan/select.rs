@@ -113,6 +113,54 @@ pub fn plan_select(s: &SelectStatement, catalog: &Catalog, now_ns: i128) -> Resu
         return Ok(Plan::Nothing);
     }
     let filters = Filters::plan(s.condition.as_ref(), catalog, &measurement, now_ns)?;
+    let (interval_us, tag_keys) = group_by(s, catalog, &measurement)?;
+    let groups = groups(catalog, &measurement, &filters, &tag_keys);
+    let calls: Vec<_> = s
+        .fields
+        .iter()
+        .filter(|p| matches!(p.expr, Projected::Call { .. }))
+        .collect();
+    let is_top = |p: &&crate::parse::Projection| matches!(&p.expr, Projected::Call { name, .. } if name == "top");
+    let shape = Shape {
+        measurement,
+        groups,
+        filters,
+        interval_us,
+    };
+    if let Some(top) = calls.iter().copied().find(is_top) {
+        return plan_top(s, top, catalog, shape);
+    }
+    if !calls.is_empty() {
+        if calls.len() != s.fields.len() {
+            return Err(Error::Plan(
+                "mixing aggregate and non-aggregate queries is not supported".into(),
+            ));
+        }
+        return plan_aggregate(s, catalog, now_ns, shape);
+    }
+    if interval_us.is_some() {
+        return Err(Error::Plan(
+            "GROUP BY requires at least one aggregate function".into(),
+        ));
+    }
+    plan_raw(s, catalog, &tag_keys, shape)
+}
+
+/// What every kind of SELECT plan starts from.
+struct Shape {
+    measurement: String,
+    groups: Vec<Group>,
+    filters: Filters,
+    interval_us: Option<u64>,
+}
+
+/// The GROUP BY clause: the `time()` interval (µs) and the tag keys; the
+/// `fill()` options other than `null`/`none` are refused here too.
+fn group_by(
+    s: &SelectStatement,
+    catalog: &Catalog,
+    measurement: &str,
+) -> Result<(Option<u64>, Vec<String>)> {
     let mut interval_us = None;
     let mut tag_keys = Vec::new();
     for d in &s.group_by {
@@ -131,7 +179,7 @@ pub fn plan_select(s: &SelectStatement, catalog: &Catalog, now_ns: i128) -> Resu
                 }
             }
             Dimension::Tag(t) => {
-                if !catalog.is_tag(&measurement, t.as_str()) {
+                if !catalog.is_tag(measurement, t.as_str()) {
                     return Err(Error::Plan(format!(
                         "GROUP BY {t}: not a tag key of measurement {measurement}"
                     )));
@@ -150,106 +198,130 @@ pub fn plan_select(s: &SelectStatement, catalog: &Catalog, now_ns: i128) -> Resu
     if let Some(f) = fill_name {
         return Err(Error::Unsupported(f));
     }
-    let groups = groups(catalog, &measurement, &filters, &tag_keys);
-    let calls: Vec<_> = s
-        .fields
-        .iter()
-        .filter(|p| matches!(p.expr, Projected::Call { .. }))
-        .collect();
-    let descending = s.descending.unwrap_or(false);
-    let offset = s.offset.unwrap_or(0);
-    let is_top = |p: &&crate::parse::Projection| matches!(&p.expr, Projected::Call { name, .. } if name == "top");
-    if let Some(top) = calls.iter().copied().find(is_top) {
-        if s.fields.len() != 1 {
-            return Err(Error::Plan(
-                "selector function top() cannot be combined with other functions or fields".into(),
-            ));
-        }
-        if interval_us.is_some() {
-            return Err(Error::Unsupported("top() with GROUP BY time()".into()));
-        }
-        let Projected::Call { args, .. } = &top.expr else {
-            return Err(Error::Plan("top() needs a field and a count".into()));
-        };
-        if args.len() != 2 {
-            return Err(Error::Unsupported(
-                "top() with other than two arguments (field, N)".into(),
-            ));
-        }
-        let (_, field) = plan_call("max", &args[..1], catalog, &measurement)?;
-        let n = match &args[1] {
-            CallArg::Expr(Expr::Literal(Literal::Integer(n))) if *n >= 1 => *n as u64,
-            _ => {
-                return Err(Error::Plan(
-                    "top() needs a positive integer N as its last argument".into(),
-                ))
-            }
-        };
-        let column = top
-            .alias
-            .as_ref()
-            .map_or("top".to_string(), |a| a.0.clone());
-        return Ok(Plan::Top(crate::plan::TopPlan {
-            measurement,
-            groups,
-            time: filters.time,
-            field,
-            n,
-            column,
-            fields: filters.fields,
-            descending,
-            limit: s.limit,
-            offset,
-        }));
-    }
-    if !calls.is_empty() {
-        if calls.len() != s.fields.len() {
-            return Err(Error::Plan(
-                "mixing aggregate and non-aggregate queries is not supported".into(),
-            ));
-        }
-        let mut taken = BTreeMap::new();
-        let mut out = Vec::new();
-        for p in &s.fields {
-            let Projected::Call { name, args } = &p.expr else {
-                continue;
-            };
-            let (func, field) = plan_call(name, args, catalog, &measurement)?;
-            let column = unique_column(
-                p.alias.as_ref().map_or(name.as_str(), |a| a.as_str()),
-                &mut taken,
-            );
-            out.push(Call {
-                func,
-                field,
-                column,
-            });
-        }
-        let mut time = filters.time;
-        if interval_us.is_some() && time.hi_ns.is_none() {
-            // InfluxDB ends GROUP BY time() windows at now() by default.
-            time.hi_ns = Some(now_ns);
-        }
-        let selector_time = interval_us.is_none() && out.len() == 1 && out[0].func.is_selector();
-        return Ok(Plan::Aggregate(AggregatePlan {
-            measurement,
-            groups,
-            time,
-            interval_us,
-            fill_none: matches!(s.fill, Some(Fill::None)),
-            calls: out,
-            fields: filters.fields,
-            selector_time,
-            descending,
-            limit: s.limit,
-            offset,
-        }));
-    }
-    if interval_us.is_some() {
+    Ok((interval_us, tag_keys))
+}
+
+/// `SELECT top(field, N)`: alone, without GROUP BY time().
+fn plan_top(
+    s: &SelectStatement,
+    top: &crate::parse::Projection,
+    catalog: &Catalog,
+    shape: Shape,
+) -> Result<Plan> {
+    let Shape {
+        measurement,
+        groups,
+        filters,
+        interval_us,
+    } = shape;
+    if s.fields.len() != 1 {
         return Err(Error::Plan(
-            "GROUP BY requires at least one aggregate function".into(),
+            "selector function top() cannot be combined with other functions or fields".into(),
         ));
     }
+    if interval_us.is_some() {
+        return Err(Error::Unsupported("top() with GROUP BY time()".into()));
+    }
+    let Projected::Call { args, .. } = &top.expr else {
+        return Err(Error::Plan("top() needs a field and a count".into()));
+    };
+    if args.len() != 2 {
+        return Err(Error::Unsupported(
+            "top() with other than two arguments (field, N)".into(),
+        ));
+    }
+    let (_, field) = plan_call("max", &args[..1], catalog, &measurement)?;
+    let n = match &args[1] {
+        CallArg::Expr(Expr::Literal(Literal::Integer(n))) if *n >= 1 => *n as u64,
+        _ => {
+            return Err(Error::Plan(
+                "top() needs a positive integer N as its last argument".into(),
+            ))
+        }
+    };
+    let column = top
+        .alias
+        .as_ref()
+        .map_or("top".to_string(), |a| a.0.clone());
+    Ok(Plan::Top(crate::plan::TopPlan {
+        measurement,
+        groups,
+        time: filters.time,
+        field,
+        n,
+        column,
+        fields: filters.fields,
+        descending: s.descending.unwrap_or(false),
+        limit: s.limit,
+        offset: s.offset.unwrap_or(0),
+    }))
+}
+
+/// A SELECT of aggregate calls only (optionally per GROUP BY time()).
+fn plan_aggregate(
+    s: &SelectStatement,
+    catalog: &Catalog,
+    now_ns: i128,
+    shape: Shape,
+) -> Result<Plan> {
+    let Shape {
+        measurement,
+        groups,
+        filters,
+        interval_us,
+    } = shape;
+    let mut taken = BTreeMap::new();
+    let mut out = Vec::new();
+    for p in &s.fields {
+        let Projected::Call { name, args } = &p.expr else {
+            continue;
+        };
+        let (func, field) = plan_call(name, args, catalog, &measurement)?;
+        let column = unique_column(
+            p.alias.as_ref().map_or(name.as_str(), |a| a.as_str()),
+            &mut taken,
+        );
+        out.push(Call {
+            func,
+            field,
+            column,
+        });
+    }
+    let mut time = filters.time;
+    if interval_us.is_some() && time.hi_ns.is_none() {
+        // InfluxDB ends GROUP BY time() windows at now() by default.
+        time.hi_ns = Some(now_ns);
+    }
+    let selector_time = interval_us.is_none() && out.len() == 1 && out[0].func.is_selector();
+    Ok(Plan::Aggregate(AggregatePlan {
+        measurement,
+        groups,
+        time,
+        interval_us,
+        fill_none: matches!(s.fill, Some(Fill::None)),
+        calls: out,
+        fields: filters.fields,
+        selector_time,
+        descending: s.descending.unwrap_or(false),
+        limit: s.limit,
+        offset: s.offset.unwrap_or(0),
+    }))
+}
+
+/// A SELECT of fields and tags (raw rows); `*` expands to every field and
+/// every tag not grouped by.
+fn plan_raw(
+    s: &SelectStatement,
+    catalog: &Catalog,
+    tag_keys: &[String],
+    shape: Shape,
+) -> Result<Plan> {
+    let Shape {
+        measurement,
+        groups,
+        filters,
+        ..
+    } = shape;
     let mut columns: Vec<(String, Column)> = Vec::new();
     let mut taken = BTreeMap::new();
     for p in &s.fields {
@@ -304,8 +376,8 @@ pub fn plan_select(s: &SelectStatement, catalog: &Catalog, now_ns: i128) -> Resu
         time: filters.time,
         columns,
         fields: filters.fields,
-        descending,
+        descending: s.descending.unwrap_or(false),
         limit: s.limit,
-        offset,
+        offset: s.offset.unwrap_or(0),
     }))
 }
