@@ -263,24 +263,29 @@ fn main() -> anyhow::Result<()> {
         let _ = q.join();
     }
 
-    let now = Counters::get(&counters.now_us);
-    if cli.query_at_end {
-        let (t0, t1) = cli.query_window_us.unwrap_or((0, now));
-        for &q in &cli.query {
-            ask(&rt, &client, q, t0, t1, cli.machine_output);
-        }
-    } else if cli.complete_data {
-        // The published Influx-complete asks once, over the phase window
-        // ending at the newest data (the replay ended long ago).
-        let (t0, t1) = phase_window(now);
-        for q in cli.periodic() {
-            ask(&rt, &client, q, t0, t1, cli.machine_output);
-        }
-    }
+    ask_at_end(&cli, &rt, &client, Counters::get(&counters.now_us));
     print_final(&cli, &counters, &report, wall);
     let received = Counters::get(&counters.recv.records_received);
     println!("{}", telemetry::cpu::exit_line(received));
     std::process::exit(0)
+}
+
+/// `--query-at-end`: every question over `--query-window-us` (default all
+/// data); `--complete-data`: the periodic questions once, over the phase
+/// window ending at the newest data `now` (the replay ended long ago), as
+/// the published Influx-complete asks.
+fn ask_at_end(cli: &Cli, rt: &tokio::runtime::Runtime, client: &Client, now: u64) {
+    if cli.query_at_end {
+        let (t0, t1) = cli.query_window_us.unwrap_or((0, now));
+        for &q in &cli.query {
+            ask(rt, client, q, t0, t1, cli.machine_output);
+        }
+    } else if cli.complete_data {
+        let (t0, t1) = phase_window(now);
+        for q in cli.periodic() {
+            ask(rt, client, q, t0, t1, cli.machine_output);
+        }
+    }
 }
 
 /// Binds `--addr`, prints the listening line, writes `--ready-file` and

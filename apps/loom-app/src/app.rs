@@ -46,6 +46,7 @@ impl App {
             dir,
             temp,
         } = store::open(&cli)?;
+        // A restarted endpoint continues after the newest stored record.
         let resume_after_us = reader
             .sources()
             .into_iter()
@@ -53,25 +54,7 @@ impl App {
             .max()
             .unwrap_or(0);
         let token = http::auth_token(&cli)?;
-        stream_addr_allowed(&cli.addr, token.is_some())?;
-        let tls = match (&cli.tls_cert, &cli.tls_key) {
-            (Some(cert), Some(key)) => Some(endpoint::ServerTls::from_pem_files(cert, key)?),
-            _ => None,
-        };
-        let listener =
-            TcpListener::bind(&cli.addr).with_context(|| format!("listening on {}", cli.addr))?;
-        let tcp = listener
-            .local_addr()
-            .with_context(|| format!("listening on {}", cli.addr))?;
-        println!(
-            "loom-app listening on {tcp}, store {}, queries {:?}, timestamps {:?}",
-            dir.display(),
-            cli.query.iter().map(|q| q.name()).collect::<Vec<_>>(),
-            cli.timestamps
-        );
-        if let Some(cert) = &cli.tls_cert {
-            println!("TCP ingest is TLS only (certificate {})", cert.display());
-        }
+        let (listener, tcp, tls) = bind_stream(&cli, &dir, token.is_some())?;
 
         let start = Instant::now();
         let series = Arc::new(endpoint::SeriesLimit::new(cli.max_series));
@@ -107,72 +90,37 @@ impl App {
             registry.clone(),
             cli.otlp_reorder_window_ms.saturating_mul(1000),
         );
-        let mark = Arc::new(endpoint::DurableMark::new());
-        // The intake log is opened before the servers: what an earlier run
-        // acknowledged and did not store yet is stored first.
-        let intake_log = match cli.otlp_ack {
-            otlp_ingest::AckMode::Durable => Some(
-                IntakeLog::open(&dir.join("otlp-intake"), mark.clone())
-                    .context("opening the OTLP intake log")?,
-            ),
-            otlp_ingest::AckMode::Queued => None,
-        };
-        let intake = Arc::new(otlp_ingest::Intake::new(
+        let otlp = OtlpParts {
             registry,
-            otlp::Config {
-                max_record_bytes: writer.max_record_size(),
-                ..otlp::Config::default()
-            },
-            tx.clone(),
-            counters.clone(),
-            token.clone(),
-            (
-                cli.otlp_max_body_bytes,
-                Duration::from_millis(cli.otlp_read_timeout_ms),
-            ),
-            otlp_ingest::Acks {
-                mode: cli.otlp_ack,
-                timeout: Duration::from_millis(cli.otlp_ack_timeout_ms),
-                mark,
-            },
-        ));
+            max_record_bytes: writer.max_record_size(),
+            tx: tx.clone(),
+            counters: counters.clone(),
+            token: token.clone(),
+        };
+        let (intake_log, intake, otlp_servers) = start_otlp(&cli, &dir, otlp)?;
         // `/write` bodies go through the OTLP intake: one series registry
         // and limit, one intake log, one reorder window.
         let writes = Arc::new(write::LineSink::new(
-            intake.clone(),
+            intake,
             cli.http_max_write_bytes,
             writer.max_record_size(),
         ));
         let http_server = http::start(&cli, reader.clone(), Some(writes))?;
-        let otlp_listen = otlp_ingest::Listen {
-            grpc: cli.otlp_grpc.as_deref(),
-            http: cli.otlp_http.as_deref(),
-            threads: cli.otlp_threads,
-        };
-        let otlp_servers = otlp_ingest::start(&otlp_listen, intake, token.as_deref())?;
         let listener_stop = Arc::new(AtomicBool::new(false));
-        {
-            let (recv, pool, stop) = (counters.recv.clone(), pool.clone(), listener_stop.clone());
-            spawn("listener", move || {
-                endpoint::listen_until(listener, tx, recv, pool, recv_cfg, &stop)
-            })
-            .context("starting the listener thread")?;
-        }
+        let (recv, stop_flag) = (counters.recv.clone(), listener_stop.clone());
+        let receivers = (pool.clone(), recv_cfg);
+        spawn("listener", move || {
+            endpoint::listen_until(listener, tx, recv, receivers.0, receivers.1, &stop_flag)
+        })
+        .context("starting the listener thread")?;
 
         let plan = Plan::of(&cli);
         let ingest = {
             let (counters, shutdown) = (counters.clone(), stop.flag());
             let cfg = IngestConfig {
-                timestamps: cli.timestamps,
-                event_offset_us: cli.event_offset_us,
-                reorder_window_us: cli.reorder_window_ms.saturating_mul(1000),
-                resume_after_us,
-                sync_interval: Duration::from_millis(cli.sync_interval_ms),
-                persist_interval: Duration::from_millis(cli.persist_interval_ms),
-                stop_after_connections: cli.stop_after_connections,
-                stop_after_data_us: plan.stop_after_data_us,
                 acks: Some(acked_senders),
                 ack_interval: Duration::from_millis(cli.ack_interval_ms),
+                ..ingest_config(&cli, resume_after_us, plan.stop_after_data_us)
             };
             spawn("ingest", move || {
                 ingest::run(
@@ -257,6 +205,51 @@ impl Plan {
     }
 }
 
+/// Binds the telemetry stream (`--addr`; TLS with `--tls-cert`) and prints
+/// the listening line: the listener, its bound address, its TLS setup.
+fn bind_stream(
+    cli: &Cli,
+    dir: &std::path::Path,
+    has_token: bool,
+) -> anyhow::Result<(TcpListener, SocketAddr, Option<endpoint::ServerTls>)> {
+    stream_addr_allowed(&cli.addr, has_token)?;
+    let tls = match (&cli.tls_cert, &cli.tls_key) {
+        (Some(cert), Some(key)) => Some(endpoint::ServerTls::from_pem_files(cert, key)?),
+        _ => None,
+    };
+    let listener =
+        TcpListener::bind(&cli.addr).with_context(|| format!("listening on {}", cli.addr))?;
+    let tcp = listener
+        .local_addr()
+        .with_context(|| format!("listening on {}", cli.addr))?;
+    println!(
+        "loom-app listening on {tcp}, store {}, queries {:?}, timestamps {:?}",
+        dir.display(),
+        cli.query.iter().map(|q| q.name()).collect::<Vec<_>>(),
+        cli.timestamps
+    );
+    if let Some(cert) = &cli.tls_cert {
+        println!("TCP ingest is TLS only (certificate {})", cert.display());
+    }
+    Ok((listener, tcp, tls))
+}
+
+/// The ingest thread's settings from the flags.
+fn ingest_config(cli: &Cli, resume_after_us: u64, stop_after_data_us: Option<u64>) -> IngestConfig {
+    IngestConfig {
+        timestamps: cli.timestamps,
+        event_offset_us: cli.event_offset_us,
+        reorder_window_us: cli.reorder_window_ms.saturating_mul(1000),
+        resume_after_us,
+        sync_interval: Duration::from_millis(cli.sync_interval_ms),
+        persist_interval: Duration::from_millis(cli.persist_interval_ms),
+        stop_after_connections: cli.stop_after_connections,
+        stop_after_data_us,
+        acks: None,
+        ack_interval: Duration::from_millis(cli.ack_interval_ms),
+    }
+}
+
 /// Refuses a telemetry-stream address that other hosts can reach unless a
 /// token guards it.
 fn stream_addr_allowed(addr: &str, token: bool) -> anyhow::Result<()> {
@@ -315,4 +308,69 @@ fn start_questions(
     spawn_periodic(finished.clone(), p, now, ask)
         .map(Some)
         .context("starting the query thread")
+}
+
+/// The intake log and the records an earlier run left in it.
+type IntakeLogOpened = (IntakeLog, crate::ingest::Leftover);
+
+/// What the OTLP receivers share with the rest of the app.
+struct OtlpParts {
+    /// Series admitted so far (shared with the stream through the series limit).
+    registry: Arc<otlp::Registry>,
+    /// The engine's largest record.
+    max_record_bytes: usize,
+    /// The ingest queue.
+    tx: crossbeam_channel::Sender<receive::Msg>,
+    counters: Arc<Counters>,
+    token: Option<String>,
+}
+
+/// Opens the OTLP intake log (`--otlp-ack durable`; before the servers, so
+/// what an earlier run acknowledged and did not store yet is stored first)
+/// and starts the OTLP servers the flags ask for.
+fn start_otlp(
+    cli: &Cli,
+    dir: &std::path::Path,
+    p: OtlpParts,
+) -> anyhow::Result<(
+    Option<IntakeLogOpened>,
+    Arc<otlp_ingest::Intake>,
+    Option<otlp_ingest::Servers>,
+)> {
+    let mark = Arc::new(endpoint::DurableMark::new());
+    // The intake log is opened before the servers: what an earlier run
+    // acknowledged and did not store yet is stored first.
+    let intake_log = match cli.otlp_ack {
+        otlp_ingest::AckMode::Durable => Some(
+            IntakeLog::open(&dir.join("otlp-intake"), mark.clone())
+                .context("opening the OTLP intake log")?,
+        ),
+        otlp_ingest::AckMode::Queued => None,
+    };
+    let intake = Arc::new(otlp_ingest::Intake::new(
+        p.registry,
+        otlp::Config {
+            max_record_bytes: p.max_record_bytes,
+            ..otlp::Config::default()
+        },
+        p.tx,
+        p.counters,
+        p.token.clone(),
+        (
+            cli.otlp_max_body_bytes,
+            Duration::from_millis(cli.otlp_read_timeout_ms),
+        ),
+        otlp_ingest::Acks {
+            mode: cli.otlp_ack,
+            timeout: Duration::from_millis(cli.otlp_ack_timeout_ms),
+            mark,
+        },
+    ));
+    let otlp_listen = otlp_ingest::Listen {
+        grpc: cli.otlp_grpc.as_deref(),
+        http: cli.otlp_http.as_deref(),
+        threads: cli.otlp_threads,
+    };
+    let otlp_servers = otlp_ingest::start(&otlp_listen, intake.clone(), p.token.as_deref())?;
+    Ok((intake_log, intake, otlp_servers))
 }

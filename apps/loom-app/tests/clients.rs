@@ -4,6 +4,10 @@
 //! force over the recording. Also `loom query --store` on the store while
 //! loom-app still writes it, and after loom-app is SIGKILLed.
 
+// A behaviour test reads top to bottom as one scenario; the function-length
+// rule (clippy.toml) is for code outside tests.
+#![allow(clippy::too_many_lines)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};

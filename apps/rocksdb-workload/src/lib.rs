@@ -175,6 +175,7 @@ type Sender = JoinHandle<Result<(), WorkloadError>>;
 
 /// Starts telemetry and runs the measured part; returns the partial summary
 /// and the sender thread (still draining).
+#[allow(clippy::too_many_lines)] // Over the 100-line limit from before it was enforced; split pending (issue 20 report).
 fn measure(
     config: &Arc<WorkloadConfig>,
     shared: &Arc<WorkerShared>,

@@ -85,6 +85,7 @@ fn check(ok: bool) -> &'static str {
     }
 }
 
+#[allow(clippy::too_many_lines)] // Over the 100-line limit from before it was enforced; split pending (issue 20 report).
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut seconds = 12u64;
     let mut dir = std::env::temp_dir().join(format!("loom-demo-{}", std::process::id()));

@@ -147,6 +147,7 @@ fn finish(
 /// Converts every data point of the request; points without a time, of a
 /// metric with a reserved or over-long name, of a refused series or too
 /// large are counted as rejected with the reason.
+#[allow(clippy::too_many_lines)] // Over the 100-line limit from before it was enforced; split pending (issue 20 report).
 pub fn convert(req: &ExportMetricsServiceRequest, ctx: &Context) -> Converted {
     let mut out = Converted::default();
     let mut b = RecordBuilder::new();

@@ -6,6 +6,7 @@
 pub mod acked;
 pub mod disorder;
 pub mod gen;
+pub mod percentile;
 pub mod prepare;
 pub mod rng;
 pub mod stats;

@@ -76,6 +76,7 @@ async fn count(client: &Client) -> u64 {
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::too_many_lines)] // Over the 100-line limit from before it was enforced; split pending (issue 20 report).
 async fn main() -> Result<(), String> {
     let args = Args::parse();
     if args.clients == 0 || args.spans < args.clients || args.batch == 0 {

@@ -184,6 +184,7 @@ async fn read_body(body: Body, limit: usize, timeout: Duration) -> Result<bytes:
     }
 }
 
+#[allow(clippy::too_many_lines)] // Over the 100-line limit from before it was enforced; split pending (issue 20 report).
 async fn export(intake: &Intake, signal: Signal, headers: &HeaderMap, body: Body) -> Response {
     let text = |h: header::HeaderName| headers.get(h).and_then(|v| v.to_str().ok());
     let content_type = text(header::CONTENT_TYPE).unwrap_or("");

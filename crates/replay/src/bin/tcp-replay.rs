@@ -169,6 +169,7 @@ fn secure(tls: &Option<(ClientTls, String)>, tcp: TcpStream) -> Result<ClientStr
     Ok(s.into())
 }
 
+#[allow(clippy::too_many_lines)] // Over the 100-line limit from before it was enforced; split pending (issue 20 report).
 fn main() {
     let cli = Cli::parse();
     if !(cli.speed > 0.0 && cli.speed.is_finite()) {
