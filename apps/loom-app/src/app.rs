@@ -12,7 +12,7 @@ use anyhow::Context;
 use endpoint::app::{spawn, spawn_periodic, spawn_reporter, Periodic, Stop};
 
 use crate::cli::Cli;
-use crate::counters::Counters;
+use crate::counters::{Counters, Gates};
 use crate::ingest::{self, epoch_us, IngestConfig, TimestampMode};
 use crate::intake_log::IntakeLog;
 use crate::otlp_ingest;
@@ -73,11 +73,14 @@ impl App {
             println!("TCP ingest is TLS only (certificate {})", cert.display());
         }
 
-        let http_server = http::start(&cli, reader.clone())?;
+        let gates = Gates::new(cli.max_connections);
+        let idle_timeout = Duration::from_millis(cli.idle_timeout_ms);
+        let http_server = http::start(&cli, reader.clone(), gates.http.clone())?;
         let start = Instant::now();
         let series = Arc::new(endpoint::SeriesLimit::new(cli.max_series));
         let counters = Arc::new(Counters {
             series: series.clone(),
+            gates,
             ..Counters::default()
         });
         let (tx, rx) = crossbeam_channel::bounded::<receive::Msg>(cli.queue_capacity);
@@ -92,6 +95,8 @@ impl App {
             receiver_name: format!("loom-app {}", env!("CARGO_PKG_VERSION")),
             tls,
             acks: Some(acked_senders.clone()),
+            gate: Some(counters.gates.ingest.clone()),
+            idle_timeout: Some(idle_timeout),
             ..endpoint::ReceiveConfig::new(cli.max_payload_bytes)
         };
         // Enough idle buffers for every receiver's next group while ingest keeps up.
@@ -141,6 +146,9 @@ impl App {
             grpc: cli.otlp_grpc.as_deref(),
             http: cli.otlp_http.as_deref(),
             threads: cli.otlp_threads,
+            grpc_gate: counters.gates.otlp_grpc.clone(),
+            http_gate: counters.gates.otlp_http.clone(),
+            idle_timeout,
         };
         let otlp_servers = otlp_ingest::start(&otlp_listen, intake, token.as_deref())?;
         let listener_stop = Arc::new(AtomicBool::new(false));

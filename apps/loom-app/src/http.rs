@@ -1,12 +1,13 @@
 //! Starts the InfluxDB 1.x query API beside ingest.
 
 use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use influxql::http::{serve, HttpConfig, ServerHandle};
 use influxql::parse::TextLimits;
-use loom::Reader;
+use loom::{ConnectionGate, Reader};
 
 use crate::cli::Cli;
 
@@ -28,7 +29,12 @@ pub fn auth_token(cli: &Cli) -> anyhow::Result<Option<String>> {
 
 /// Starts the API as the flags ask; `None` when it is off or the default
 /// port is taken (with a warning).
-pub fn start(cli: &Cli, reader: Reader) -> anyhow::Result<Option<ServerHandle>> {
+/// `gate` bounds its open connections (`--max-connections`).
+pub fn start(
+    cli: &Cli,
+    reader: Reader,
+    gate: Arc<ConnectionGate>,
+) -> anyhow::Result<Option<ServerHandle>> {
     let explicit = cli.http.is_some();
     let addr = cli.http.as_deref().unwrap_or(DEFAULT_HTTP_ADDR);
     if addr == "off" {
@@ -60,6 +66,7 @@ pub fn start(cli: &Cli, reader: Reader) -> anyhow::Result<Option<ServerHandle>> 
             max_bytes: cli.http_max_query_bytes,
             max_statements: cli.http_max_statements,
         },
+        gate: Some(gate),
         ..HttpConfig::default()
     };
     let server = serve(listener, reader, cfg).context("starting the HTTP API")?;
@@ -77,7 +84,11 @@ mod tests {
         let (_w, reader) = loom::open(dir.path(), loom::Config::default())?;
         let mut all = vec!["loom-app"];
         all.extend_from_slice(args);
-        start(&Cli::try_parse_from(all)?, reader)
+        start(
+            &Cli::try_parse_from(all)?,
+            reader,
+            ConnectionGate::new("test", 4),
+        )
     }
 
     #[test]

@@ -24,7 +24,7 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use telemetry::wire::{self, FrameType};
 
@@ -281,18 +281,67 @@ struct AckDuty {
     sent: u64,
 }
 
+/// How often an unacknowledged connection's blocked read wakes up to
+/// check its frame deadline ([`Ticking::with_deadline`]).
+pub const DEADLINE_TICK: Duration = Duration::from_millis(500);
+
 /// A receiving connection's stream; once [`Ticking::start_acks`] is
 /// called, reads wait at most [`ACK_TICK`] at a time and an ACK frame is
 /// written whenever the sender's durable mark has moved.
+///
+/// With a frame deadline ([`Ticking::with_deadline`]) a read fails with
+/// `TimedOut` once the sender has gone that long without completing a
+/// frame ([`Ticking::frame_done`]): an idle sender and one that trickles
+/// a frame a byte at a time (slowloris) are both closed, and neither
+/// holds its receiving thread longer than the deadline.
 pub struct Ticking<S> {
     inner: S,
     duty: Option<AckDuty>,
+    /// Longest wait for a complete frame.
+    idle: Option<Duration>,
+    /// When the current frame must be complete.
+    deadline: Option<Instant>,
+    /// Whether a read failed because the deadline passed.
+    expired: bool,
 }
 
 impl<S: Read + Write + TcpBacked> Ticking<S> {
     /// Wraps a stream (no ACKs yet).
     pub fn new(inner: S) -> Self {
-        Ticking { inner, duty: None }
+        Ticking {
+            inner,
+            duty: None,
+            idle: None,
+            deadline: None,
+            expired: false,
+        }
+    }
+
+    /// Wraps a stream whose sender must complete a frame at least every
+    /// `idle` (`None`: no deadline); reads wake up every
+    /// [`DEADLINE_TICK`] to check it.
+    pub fn with_deadline(inner: S, idle: Option<Duration>) -> io::Result<Self> {
+        let mut t = Ticking::new(inner);
+        if let Some(d) = idle {
+            t.inner
+                .tcp_socket()
+                .set_read_timeout(Some(DEADLINE_TICK.min(d)))?;
+            t.idle = Some(d);
+            t.deadline = Some(Instant::now() + d);
+        }
+        Ok(t)
+    }
+
+    /// A frame was completed: the next one has a full deadline again.
+    pub fn frame_done(&mut self) {
+        if let Some(d) = self.idle {
+            self.deadline = Some(Instant::now() + d);
+        }
+    }
+
+    /// Whether a read failed because no frame came within the deadline.
+    pub fn expired(&self) -> bool {
+        self.expired
     }
 
     /// Starts acknowledging `sender`'s frames, from `durable` (told in the WELCOME).
@@ -337,10 +386,17 @@ impl<S: Read + Write + TcpBacked> Ticking<S> {
 impl<S: Read + Write + TcpBacked> Read for Ticking<S> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
+            if self.deadline.is_some_and(|d| Instant::now() >= d) {
+                self.expired = true;
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "no complete frame within the idle timeout",
+                ));
+            }
             self.ack_if_due()?;
             match self.inner.read(buf) {
                 Err(e)
-                    if self.duty.is_some()
+                    if (self.duty.is_some() || self.deadline.is_some())
                         && matches!(
                             e.kind(),
                             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut

@@ -30,9 +30,10 @@ use std::io::{BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Sender, TrySendError};
+use loom::ConnectionGate;
 use telemetry::wire::{self, control, FrameType, Hello, Incoming, SeriesTags, Welcome};
 use telemetry::FrameReader;
 
@@ -81,6 +82,15 @@ pub struct ReceiveConfig {
     /// 0) with this book of per-sender marks; `None`: WELCOME says no ACKs
     /// will come.
     pub acks: Option<Arc<AckBook>>,
+    /// At most this many connections open at once (each has a receiving
+    /// thread, so this bounds the threads too); one more is refused: a
+    /// REFUSE frame, then closed. `None`: unbounded.
+    pub gate: Option<Arc<ConnectionGate>>,
+    /// A sender must complete a frame at least this often (from its
+    /// connection's start, then from its previous frame), or its
+    /// connection is closed: idle and slowloris senders free their thread.
+    /// `None`: wait forever.
+    pub idle_timeout: Option<Duration>,
 }
 
 impl ReceiveConfig {
@@ -100,6 +110,8 @@ impl ReceiveConfig {
             receiver_name: "loom endpoint".to_string(),
             tls: None,
             acks: None,
+            gate: None,
+            idle_timeout: None,
         }
     }
 }
@@ -131,7 +143,21 @@ pub fn listen_until<M: Message>(
             break;
         }
         match conn {
-            Ok(stream) => {
+            Ok(mut stream) => {
+                let admission = match &cfg.gate {
+                    Some(g) => match g.enter() {
+                        Some(a) => Some(a),
+                        None => {
+                            // Counted and logged (once per interval) by
+                            // the gate; a version-2 peer learns why. A
+                            // fresh socket's send buffer is empty, so
+                            // this write does not block the listener.
+                            let _ = stream.write_all(&refusal("too many connections open"));
+                            continue;
+                        }
+                    },
+                    None => None,
+                };
                 let id = counters.connections.fetch_add(1, Ordering::Relaxed) + 1;
                 let peer = stream
                     .peer_addr()
@@ -143,6 +169,7 @@ pub fn listen_until<M: Message>(
                 let spawned = std::thread::Builder::new()
                     .name(format!("recv-{id}"))
                     .spawn(move || {
+                        let _admission = admission;
                         let conn = Connection {
                             id,
                             peer: &peer,
@@ -160,6 +187,19 @@ pub fn listen_until<M: Message>(
             Err(e) => log::warn!("accept failed: {e}"),
         }
     }
+}
+
+/// A REFUSE frame saying `why`.
+fn refusal(why: &str) -> Vec<u8> {
+    let mut f = Vec::new();
+    let _ = wire::encode_control(
+        FrameType::Refuse,
+        0,
+        crate::epoch_us(),
+        &control::encode_refusal(why),
+        &mut f,
+    );
+    f
 }
 
 struct Connection<'a, M> {
@@ -206,6 +246,8 @@ enum Close {
     Auth(String),
     /// Protocol violation.
     Bad(String),
+    /// No complete frame within the idle timeout.
+    Idle,
 }
 
 impl<M: Message> Connection<'_, M> {
@@ -226,8 +268,16 @@ impl<M: Message> Connection<'_, M> {
     }
 
     fn receive<S: Read + Write + TcpBacked>(&self, stream: S, cfg: &ReceiveConfig) {
+        let ticking = match Ticking::with_deadline(stream, cfg.idle_timeout) {
+            Ok(t) => t,
+            Err(e) => {
+                Counters::add(&self.counters.bad_connections, 1);
+                log::warn!("connection {} closed: cannot set its timeout: {e}", self.id);
+                return;
+            }
+        };
         let mut reader = FrameReader::with_max_payload(
-            BufReader::with_capacity(cfg.read_buffer, Ticking::new(stream)),
+            BufReader::with_capacity(cfg.read_buffer, ticking),
             cfg.max_payload,
         );
         let mut frames = 0u64;
@@ -243,7 +293,11 @@ impl<M: Message> Connection<'_, M> {
         let open = loop {
             let old = group.payload.len();
             let first = frames == 0 && session.is_none();
-            let step = match reader.read_frame_into(&mut group.payload) {
+            let read = reader.read_frame_into(&mut group.payload);
+            if matches!(read, Ok(Some(_))) {
+                reader.get_mut().get_mut().frame_done();
+            }
+            let step = match read {
                 Ok(Some(Incoming::Data(h))) => {
                     let checked = self
                         .admit_data(&h, first, &mut session, cfg)
@@ -291,6 +345,7 @@ impl<M: Message> Connection<'_, M> {
                     );
                     break true;
                 }
+                Err(_) if reader.get_mut().get_mut().expired() => Err(Close::Idle),
                 Err(e) => Err(Close::Bad(format!("bad frame: {e}"))),
             };
             match step {
@@ -308,16 +363,22 @@ impl<M: Message> Connection<'_, M> {
                     log::warn!("connection {} from {} refused: {why}", self.id, self.peer);
                     // A version-1 peer never reads it; a version-2 one
                     // learns why before the close.
-                    let mut f = Vec::new();
-                    let _ = wire::encode_control(
-                        FrameType::Refuse,
-                        0,
-                        crate::epoch_us(),
-                        &control::encode_refusal(&why),
-                        &mut f,
-                    );
-                    let _ = reader.get_mut().get_mut().write_all(&f);
+                    let _ = reader.get_mut().get_mut().write_all(&refusal(&why));
                     break false;
+                }
+                Err(Close::Idle) => {
+                    // Counted and logged once per interval by the gate: a
+                    // flood of idle connections must not flood the log.
+                    if let Some(g) = &cfg.gate {
+                        g.timed_out();
+                    }
+                    log::debug!(
+                        "connection {} from {} closed after {frames} frames: no complete frame within {:?}",
+                        self.id,
+                        self.peer,
+                        cfg.idle_timeout.unwrap_or_default()
+                    );
+                    break true;
                 }
                 Err(Close::Bad(why)) => {
                     Counters::add(&self.counters.bad_connections, 1);

@@ -157,17 +157,33 @@ pub fn serve(
                         tokio::time::sleep(Duration::from_millis(10)).await;
                         continue;
                     };
+                    // Over the limit the connection is dropped (closed)
+                    // unread; the gate counts and logs it.
+                    let admission = match &cfg.gate {
+                        Some(g) => match g.enter() {
+                            Some(a) => Some(a),
+                            None => continue,
+                        },
+                        None => None,
+                    };
                     let (reader, cfg, permits) = (reader.clone(), cfg.clone(), permits.clone());
                     let read_timeout = cfg.read_timeout;
                     tokio::spawn(async move {
+                        let _admission = admission;
                         let svc = service_fn(move |req| {
                             answer(req, reader.clone(), cfg.clone(), permits.clone())
                         });
-                        let _ = http1::Builder::new()
+                        let served = http1::Builder::new()
                             .timer(TokioTimer::new())
                             .header_read_timeout(read_timeout)
                             .serve_connection(TokioIo::new(stream), svc)
                             .await;
+                        // Idle past the header timeout, or trickling a header.
+                        if let (Err(e), Some(a)) = (served, &_admission) {
+                            if e.is_timeout() {
+                                a.gate().timed_out();
+                            }
+                        }
                     });
                 }
             });
