@@ -26,6 +26,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use loom::Admission;
 use telemetry::wire::{self, FrameType};
 
 /// Most senders one book tracks; a HELLO from one more is refused.
@@ -303,6 +304,10 @@ pub struct Ticking<S> {
     deadline: Option<Instant>,
     /// Whether a read failed because the deadline passed.
     expired: bool,
+    /// The connection's place under its listener's limit: touched at every
+    /// frame; when the gate evicts it (idle the longest at the limit) the
+    /// next read fails like an expired deadline.
+    admission: Option<Admission>,
 }
 
 impl<S: Read + Write + TcpBacked> Ticking<S> {
@@ -314,18 +319,27 @@ impl<S: Read + Write + TcpBacked> Ticking<S> {
             idle: None,
             deadline: None,
             expired: false,
+            admission: None,
         }
     }
 
     /// Wraps a stream whose sender must complete a frame at least every
     /// `idle` (`None`: no deadline); reads wake up every
     /// [`DEADLINE_TICK`] to check it.
-    pub fn with_deadline(inner: S, idle: Option<Duration>) -> io::Result<Self> {
+    /// `admission` (if any) is touched at every frame and, once evicted,
+    /// ends the connection the same way.
+    pub fn with_deadline(
+        inner: S,
+        idle: Option<Duration>,
+        admission: Option<Admission>,
+    ) -> io::Result<Self> {
         let mut t = Ticking::new(inner);
+        if idle.is_some() || admission.is_some() {
+            let tick = idle.map_or(DEADLINE_TICK, |d| DEADLINE_TICK.min(d));
+            t.inner.tcp_socket().set_read_timeout(Some(tick))?;
+        }
+        t.admission = admission;
         if let Some(d) = idle {
-            t.inner
-                .tcp_socket()
-                .set_read_timeout(Some(DEADLINE_TICK.min(d)))?;
             t.idle = Some(d);
             t.deadline = Some(Instant::now() + d);
         }
@@ -334,6 +348,9 @@ impl<S: Read + Write + TcpBacked> Ticking<S> {
 
     /// A frame was completed: the next one has a full deadline again.
     pub fn frame_done(&mut self) {
+        if let Some(a) = &self.admission {
+            a.touch();
+        }
         if let Some(d) = self.idle {
             self.deadline = Some(Instant::now() + d);
         }
@@ -386,7 +403,9 @@ impl<S: Read + Write + TcpBacked> Ticking<S> {
 impl<S: Read + Write + TcpBacked> Read for Ticking<S> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
-            if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            if self.deadline.is_some_and(|d| Instant::now() >= d)
+                || self.admission.as_ref().is_some_and(|a| a.evicted())
+            {
                 self.expired = true;
                 return Err(io::Error::new(
                     io::ErrorKind::TimedOut,
@@ -396,7 +415,7 @@ impl<S: Read + Write + TcpBacked> Read for Ticking<S> {
             self.ack_if_due()?;
             match self.inner.read(buf) {
                 Err(e)
-                    if (self.duty.is_some() || self.deadline.is_some())
+                    if (self.duty.is_some() || self.deadline.is_some() || self.admission.is_some())
                         && matches!(
                             e.kind(),
                             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut

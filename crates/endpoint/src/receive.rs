@@ -33,7 +33,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Sender, TrySendError};
-use loom::ConnectionGate;
+use loom::{Admission, ConnectionGate};
 use telemetry::wire::{self, control, FrameType, Hello, Incoming, SeriesTags, Welcome};
 use telemetry::FrameReader;
 
@@ -83,8 +83,9 @@ pub struct ReceiveConfig {
     /// will come.
     pub acks: Option<Arc<AckBook>>,
     /// At most this many connections open at once (each has a receiving
-    /// thread, so this bounds the threads too); one more is refused: a
-    /// REFUSE frame, then closed. `None`: unbounded.
+    /// thread, so this bounds the threads too); at the limit the one idle
+    /// the longest is closed to make room, or with none idle the new one
+    /// is refused: a REFUSE frame, then closed. `None`: unbounded.
     pub gate: Option<Arc<ConnectionGate>>,
     /// A sender must complete a frame at least this often (from its
     /// connection's start, then from its previous frame), or its
@@ -169,7 +170,6 @@ pub fn listen_until<M: Message>(
                 let spawned = std::thread::Builder::new()
                     .name(format!("recv-{id}"))
                     .spawn(move || {
-                        let _admission = admission;
                         let conn = Connection {
                             id,
                             peer: &peer,
@@ -178,7 +178,7 @@ pub fn listen_until<M: Message>(
                             pool: &pool,
                             max_queued_bytes: cfg.max_queued_bytes,
                         };
-                        conn.run(stream, &cfg)
+                        conn.run(stream, &cfg, admission)
                     });
                 if let Err(e) = spawned {
                     log::error!("cannot start a receiving thread for connection {id}: {e}");
@@ -252,11 +252,11 @@ enum Close {
 
 impl<M: Message> Connection<'_, M> {
     /// Receives from one accepted connection, through TLS when configured.
-    fn run(&self, stream: TcpStream, cfg: &ReceiveConfig) {
+    fn run(&self, stream: TcpStream, cfg: &ReceiveConfig, admission: Option<Admission>) {
         match &cfg.tls {
-            None => self.receive(stream, cfg),
+            None => self.receive(stream, cfg, admission),
             Some(tls) => match tls.accept(stream, self.peer) {
-                Ok(s) => self.receive(s, cfg),
+                Ok(s) => self.receive(s, cfg, admission),
                 // No frame was ever read, so no stream ended: the
                 // connection does not count towards --stop-after-connections.
                 Err(e) => {
@@ -267,8 +267,13 @@ impl<M: Message> Connection<'_, M> {
         }
     }
 
-    fn receive<S: Read + Write + TcpBacked>(&self, stream: S, cfg: &ReceiveConfig) {
-        let ticking = match Ticking::with_deadline(stream, cfg.idle_timeout) {
+    fn receive<S: Read + Write + TcpBacked>(
+        &self,
+        stream: S,
+        cfg: &ReceiveConfig,
+        admission: Option<Admission>,
+    ) {
+        let ticking = match Ticking::with_deadline(stream, cfg.idle_timeout, admission) {
             Ok(t) => t,
             Err(e) => {
                 Counters::add(&self.counters.bad_connections, 1);

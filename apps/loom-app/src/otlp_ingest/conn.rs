@@ -1,7 +1,8 @@
 //! Bounded connections for the OTLP servers: an accept loop that admits a
-//! connection only under its listener's [`ConnectionGate`], and a stream
+//! connection only under its listener's [`ConnectionGate`] (which may
+//! evict the connection idle the longest to make room), and a stream
 //! wrapper that closes a connection on which the server has had nothing to
-//! write for the idle timeout.
+//! write for the idle timeout, or that the gate evicted.
 //!
 //! Why "nothing written" rather than "nothing read": a slow sender that
 //! trickles a request header or body a byte at a time keeps reading busy
@@ -24,19 +25,34 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::{Instant, Sleep};
 
+/// How often a waiting read wakes up to check its deadline and whether
+/// the gate evicted the connection.
+const TICK: Duration = Duration::from_millis(500);
+
 /// An admitted connection: its place under the gate and its idle timer.
 pub struct Guarded {
     inner: TcpStream,
     admission: Admission,
     idle: Duration,
+    /// When the connection is closed unless the server writes first.
+    deadline: Instant,
+    /// Wakes a waiting read every [`TICK`].
     timer: Pin<Box<Sleep>>,
 }
 
 impl Guarded {
+    /// Whether the connection is to be closed: its deadline passed or the
+    /// gate evicted it (idle the longest at the limit). Arms the timer
+    /// for the next check otherwise.
     fn expired(&mut self, cx: &mut Context<'_>) -> bool {
-        if self.timer.as_mut().poll(cx).is_ready() {
-            self.admission.gate().timed_out();
-            return true;
+        while self.timer.as_mut().poll(cx).is_ready() {
+            let now = Instant::now();
+            if now >= self.deadline || self.admission.evicted() {
+                self.admission.gate().timed_out();
+                return true;
+            }
+            let next = self.deadline.min(now + TICK);
+            self.timer.as_mut().reset(next);
         }
         false
     }
@@ -58,7 +74,12 @@ impl AsyncRead for Guarded {
         if self.expired(cx) {
             return Poll::Ready(Err(Self::timed_out()));
         }
-        Pin::new(&mut self.inner).poll_read(cx, buf)
+        let before = buf.filled().len();
+        let r = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.admission.touch();
+        }
+        r
     }
 }
 
@@ -70,8 +91,8 @@ impl AsyncWrite for Guarded {
     ) -> Poll<io::Result<usize>> {
         let r = Pin::new(&mut self.inner).poll_write(cx, buf);
         if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
-            let at = Instant::now() + self.idle;
-            self.timer.as_mut().reset(at);
+            self.deadline = Instant::now() + self.idle;
+            self.admission.touch();
         }
         r
     }
@@ -129,12 +150,13 @@ impl Gated {
                 continue;
             };
             let _ = stream.set_nodelay(true);
-            let timer = Box::pin(tokio::time::sleep(self.idle));
+            let now = Instant::now();
             let guarded = Guarded {
                 inner: stream,
                 admission,
                 idle: self.idle,
-                timer,
+                deadline: now + self.idle,
+                timer: Box::pin(tokio::time::sleep_until(now + TICK.min(self.idle))),
             };
             return (guarded, addr);
         }
