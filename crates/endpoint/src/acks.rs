@@ -415,7 +415,9 @@ impl<S: Read + Write + TcpBacked> Read for Ticking<S> {
             self.ack_if_due()?;
             match self.inner.read(buf) {
                 Err(e)
-                    if (self.duty.is_some() || self.deadline.is_some() || self.admission.is_some())
+                    if (self.duty.is_some()
+                        || self.deadline.is_some()
+                        || self.admission.is_some())
                         && matches!(
                             e.kind(),
                             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut

@@ -40,9 +40,9 @@
 
 mod config;
 mod error;
-mod gate;
 #[cfg(feature = "fuzz")]
 pub mod fuzz;
+mod gate;
 mod index;
 mod log;
 mod query;
