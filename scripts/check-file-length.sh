@@ -8,10 +8,9 @@ MAX="${MAX:-600}"
 
 # Allowances: path, then why. Remove a line when its file is split.
 ALLOWED=(
-    # Being split into ingest/ by the TCP-acknowledgement work (issue 20 names it).
-    "apps/loom-app/src/ingest.rs"
-    # Being split with the wire-protocol work on the same branch as ingest.rs.
-    "crates/telemetry/src/wire/mod.rs"
+    # Issue 23's dashboard functions (first/last/mode/fill/transformations)
+    # grew it; to be split by concept (buckets, selectors, transformations).
+    "crates/influxql/src/exec/aggregate.rs"
 )
 
 status=0

@@ -232,7 +232,25 @@ pub struct Cli {
     /// Threads serving OTLP requests (decoding and converting them).
     #[arg(long, default_value_t = 2)]
     pub otlp_threads: usize,
+    /// Most connections open at once on each listener (telemetry stream,
+    /// InfluxDB API, OTLP/gRPC, OTLP/HTTP, each its own budget); one more
+    /// is closed as soon as it is accepted, counted and logged once per
+    /// 10 s. Each telemetry-stream connection has its receiving thread, so
+    /// this also bounds those threads.
+    #[arg(long, default_value_t = DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: usize,
+    /// A telemetry-stream sender must complete a frame at least this
+    /// often, and an OTLP connection must get an answer this often, or it
+    /// is closed (idle and slowloris senders alike), ms. Above
+    /// --otlp-read-timeout-ms + --otlp-ack-timeout-ms. The InfluxDB API
+    /// closes idle connections after its own 10 s header-read timeout.
+    #[arg(long, default_value_t = 60_000)]
+    pub idle_timeout_ms: u64,
 }
+
+/// `--max-connections` unless given: a host's agents and dashboards need
+/// far fewer, and 64 receiving threads plus loom-app's own stay under 100.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 64;
 
 impl Default for Cli {
     /// Every flag at its default (what a plain `loom-app` runs with).
@@ -287,6 +305,19 @@ impl Cli {
         anyhow::ensure!(
             self.otlp_ack_timeout_ms > 0,
             "--otlp-ack-timeout-ms must be positive"
+        );
+        anyhow::ensure!(
+            self.max_connections > 0,
+            "--max-connections must be positive"
+        );
+        anyhow::ensure!(
+            self.idle_timeout_ms
+                > self
+                    .otlp_read_timeout_ms
+                    .saturating_add(self.otlp_ack_timeout_ms),
+            "--idle-timeout-ms {} must be above --otlp-read-timeout-ms + --otlp-ack-timeout-ms ({} ms): an OTLP request is answered within those",
+            self.idle_timeout_ms,
+            self.otlp_read_timeout_ms.saturating_add(self.otlp_ack_timeout_ms)
         );
         Ok(())
     }

@@ -3,6 +3,8 @@
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
+use loom::ConnectionGate;
+
 /// Monotonic counters since app start: the receivers' (received, dropped on
 /// a full queue, skipped after ingest stopped; see [`endpoint::Counters`])
 /// and the ingest thread's.
@@ -49,6 +51,56 @@ pub struct Counters {
     /// OTLP requests refused as bad (malformed, too large, unsupported
     /// content type, missing token).
     pub otlp_bad_requests: AtomicU64,
+    /// Each listener's connection bound, with its counts of connections
+    /// refused and closed for idling.
+    pub gates: Gates,
+}
+
+/// One [`ConnectionGate`] per listener (`--max-connections` each: a flood
+/// on one way in cannot lock out the others).
+#[derive(Debug)]
+pub struct Gates {
+    /// The telemetry stream (TCP ingest).
+    pub ingest: Arc<ConnectionGate>,
+    /// The InfluxDB API.
+    pub http: Arc<ConnectionGate>,
+    /// OTLP/gRPC.
+    pub otlp_grpc: Arc<ConnectionGate>,
+    /// OTLP/HTTP.
+    pub otlp_http: Arc<ConnectionGate>,
+}
+
+impl Gates {
+    /// Gates of `max` connections each.
+    pub fn new(max: usize) -> Self {
+        Gates {
+            ingest: ConnectionGate::new("telemetry stream", max),
+            http: ConnectionGate::new("InfluxDB API", max),
+            otlp_grpc: ConnectionGate::new("OTLP/gRPC", max),
+            otlp_http: ConnectionGate::new("OTLP/HTTP", max),
+        }
+    }
+
+    /// All four, in the order above.
+    pub fn all(&self) -> [&Arc<ConnectionGate>; 4] {
+        [&self.ingest, &self.http, &self.otlp_grpc, &self.otlp_http]
+    }
+
+    /// Connections refused (limit reached) on every listener.
+    pub fn refused(&self) -> u64 {
+        self.all().iter().map(|g| g.refused_total()).sum()
+    }
+
+    /// Connections closed for idling or sending too slowly on every listener.
+    pub fn timed_out(&self) -> u64 {
+        self.all().iter().map(|g| g.timed_out_total()).sum()
+    }
+}
+
+impl Default for Gates {
+    fn default() -> Self {
+        Gates::new(crate::cli::DEFAULT_MAX_CONNECTIONS)
+    }
 }
 
 impl Counters {

@@ -1,14 +1,14 @@
 //! Starts the InfluxDB 1.x query API beside ingest.
 
 use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use std::sync::Arc;
 
 use influxql::http::{serve_with_writes, HttpConfig, ServerHandle, WriteSink};
 use influxql::parse::TextLimits;
-use loom::Reader;
+use loom::{ConnectionGate, Reader};
 
 use crate::cli::Cli;
 
@@ -30,10 +30,12 @@ pub fn auth_token(cli: &Cli) -> anyhow::Result<Option<String>> {
 
 /// Starts the API as the flags ask, `/write` bodies going to `writes`;
 /// `None` when it is off or the default port is taken (with a warning).
+/// `gate` bounds its open connections (`--max-connections`).
 pub fn start(
     cli: &Cli,
     reader: Reader,
     writes: Option<Arc<dyn WriteSink>>,
+    gate: Arc<ConnectionGate>,
 ) -> anyhow::Result<Option<ServerHandle>> {
     let explicit = cli.http.is_some();
     let addr = cli.http.as_deref().unwrap_or(DEFAULT_HTTP_ADDR);
@@ -67,6 +69,7 @@ pub fn start(
             max_bytes: cli.http_max_query_bytes,
             max_statements: cli.http_max_statements,
         },
+        gate: Some(gate),
         ..HttpConfig::default()
     };
     let server =
@@ -85,7 +88,12 @@ mod tests {
         let (_w, reader) = loom::open(dir.path(), loom::Config::default())?;
         let mut all = vec!["loom-app"];
         all.extend_from_slice(args);
-        start(&Cli::try_parse_from(all)?, reader, None)
+        start(
+            &Cli::try_parse_from(all)?,
+            reader,
+            None,
+            ConnectionGate::new("test", 4),
+        )
     }
 
     #[test]

@@ -5,16 +5,20 @@ use std::sync::Arc;
 use crate::counters::Counters;
 
 /// Prints `Records received: r, dropped: d, total received R dropped D,
-/// not stored n, late m, otlp accepted a rejected j throttled t` once per
+/// not stored n, late m, otlp accepted a rejected j throttled t,
+/// connections open o refused f closed idle i` once per
 /// [`Progress::print`] (the first part is what `figures/` parses; `not
 /// stored` counts records the engine refused, `late` records refused
 /// because they were older than their source's newest stored record; the
 /// OTLP counts are items acknowledged and refused in partial-success
 /// responses, and requests told to retry later; `received` includes every
-/// OTLP item received). Interval values are since the previous line.
+/// OTLP item received; `connections open` is the sum over the listeners
+/// now, `refused` those over `--max-connections` and `closed idle` those
+/// closed for idling or sending too slowly, in the interval). Interval
+/// values are since the previous line.
 pub struct Progress {
     counters: Arc<Counters>,
-    last: [u64; 7],
+    last: [u64; 9],
 }
 
 impl Progress {
@@ -22,7 +26,7 @@ impl Progress {
     pub fn new(counters: Arc<Counters>) -> Self {
         Progress {
             counters,
-            last: [0; 7],
+            last: [0; 9],
         }
     }
 
@@ -38,9 +42,12 @@ impl Progress {
             Counters::get(&counters.otlp_accepted),
             Counters::get(&counters.otlp_rejected),
             Counters::get(&counters.otlp_throttled),
+            counters.gates.refused(),
+            counters.gates.timed_out(),
         ];
+        let open: usize = counters.gates.all().iter().map(|g| g.open()).sum();
         println!(
-            "Records received: {}, dropped: {}, total received {} dropped {}, not stored {}, late {}, otlp accepted {} rejected {} throttled {}",
+            "Records received: {}, dropped: {}, total received {} dropped {}, not stored {}, late {}, otlp accepted {} rejected {} throttled {}, connections open {} refused {} closed idle {}",
             now[0] - last[0],
             now[1] - last[1],
             now[0],
@@ -49,7 +56,10 @@ impl Progress {
             now[3] - last[3],
             now[4] - last[4],
             now[5] - last[5],
-            now[6] - last[6]
+            now[6] - last[6],
+            open,
+            now[7] - last[7],
+            now[8] - last[8]
         );
         self.last = now;
     }

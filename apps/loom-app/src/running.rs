@@ -243,7 +243,7 @@ fn print_final(cli: &Cli, c: &Counters, data_us: u64, wall: Duration) {
     let received = Counters::get(&c.recv.records_received);
     let dropped = Counters::get(&c.recv.records_dropped);
     println!(
-        "Final: records received {received}, dropped {dropped} ({:.3} %), ingested {}, not stored {}, not ingested after ingest stopped {}, batches received {} dropped {}, connections {} (bad {}, refused for their token {}), series {} of at most {} (refused {}), late refused {}, duplicates {} (resent and stored once), persists failed {}, data time {:.3} s, wall {:.3} s",
+        "Final: records received {received}, dropped {dropped} ({:.3} %), ingested {}, not stored {}, not ingested after ingest stopped {}, batches received {} dropped {}, connections {} (bad {}, refused for their token {}, refused over --max-connections {}, closed idle or too slow {}), series {} of at most {} (refused {}), late refused {}, duplicates {} (resent and stored once), persists failed {}, data time {:.3} s, wall {:.3} s",
         drop_percent(dropped, received),
         Counters::get(&c.records_ingested),
         Counters::get(&c.records_refused),
@@ -253,6 +253,8 @@ fn print_final(cli: &Cli, c: &Counters, data_us: u64, wall: Duration) {
         Counters::get(&c.recv.connections),
         Counters::get(&c.recv.bad_connections),
         Counters::get(&c.recv.auth_refused),
+        c.gates.refused(),
+        c.gates.timed_out(),
         c.series.used(),
         c.series.max(),
         c.series.refused(),

@@ -93,6 +93,7 @@ fn stored(store: &Path) -> Vec<(u64, u64, Vec<u8>)> {
 }
 
 #[test]
+#[allow(clippy::too_many_lines)] // A test reads as one scenario; the length rule is for code outside tests.
 fn acked_replay_survives_ten_sigkills_exactly_once_at_own_times() {
     let kills: u32 = std::env::var("LOOM_ACK_KILLS")
         .ok()

@@ -10,6 +10,10 @@
 //! still runs. `loom query` refuses a too-deep statement with the same
 //! message and exit status 1, against the server and against the store.
 
+// A behaviour test reads top to bottom as one scenario; the function-length
+// rule (clippy.toml) is for code outside tests.
+#![allow(clippy::too_many_lines)]
+
 #[path = "support/otlp.rs"]
 mod support;
 

@@ -24,8 +24,9 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use loom::Admission;
 use telemetry::wire::{self, FrameType};
 
 /// Most senders one book tracks; a HELLO from one more is refused.
@@ -281,18 +282,83 @@ struct AckDuty {
     sent: u64,
 }
 
+/// How often an unacknowledged connection's blocked read wakes up to
+/// check its frame deadline ([`Ticking::with_deadline`]).
+pub const DEADLINE_TICK: Duration = Duration::from_millis(500);
+
 /// A receiving connection's stream; once [`Ticking::start_acks`] is
 /// called, reads wait at most [`ACK_TICK`] at a time and an ACK frame is
 /// written whenever the sender's durable mark has moved.
+///
+/// With a frame deadline ([`Ticking::with_deadline`]) a read fails with
+/// `TimedOut` once the sender has gone that long without completing a
+/// frame ([`Ticking::frame_done`]): an idle sender and one that trickles
+/// a frame a byte at a time (slowloris) are both closed, and neither
+/// holds its receiving thread longer than the deadline.
 pub struct Ticking<S> {
     inner: S,
     duty: Option<AckDuty>,
+    /// Longest wait for a complete frame.
+    idle: Option<Duration>,
+    /// When the current frame must be complete.
+    deadline: Option<Instant>,
+    /// Whether a read failed because the deadline passed.
+    expired: bool,
+    /// The connection's place under its listener's limit: touched at every
+    /// frame; when the gate evicts it (idle the longest at the limit) the
+    /// next read fails like an expired deadline.
+    admission: Option<Admission>,
 }
 
 impl<S: Read + Write + TcpBacked> Ticking<S> {
     /// Wraps a stream (no ACKs yet).
     pub fn new(inner: S) -> Self {
-        Ticking { inner, duty: None }
+        Ticking {
+            inner,
+            duty: None,
+            idle: None,
+            deadline: None,
+            expired: false,
+            admission: None,
+        }
+    }
+
+    /// Wraps a stream whose sender must complete a frame at least every
+    /// `idle` (`None`: no deadline); reads wake up every
+    /// [`DEADLINE_TICK`] to check it.
+    /// `admission` (if any) is touched at every frame and, once evicted,
+    /// ends the connection the same way.
+    pub fn with_deadline(
+        inner: S,
+        idle: Option<Duration>,
+        admission: Option<Admission>,
+    ) -> io::Result<Self> {
+        let mut t = Ticking::new(inner);
+        if idle.is_some() || admission.is_some() {
+            let tick = idle.map_or(DEADLINE_TICK, |d| DEADLINE_TICK.min(d));
+            t.inner.tcp_socket().set_read_timeout(Some(tick))?;
+        }
+        t.admission = admission;
+        if let Some(d) = idle {
+            t.idle = Some(d);
+            t.deadline = Some(Instant::now() + d);
+        }
+        Ok(t)
+    }
+
+    /// A frame was completed: the next one has a full deadline again.
+    pub fn frame_done(&mut self) {
+        if let Some(a) = &self.admission {
+            a.touch();
+        }
+        if let Some(d) = self.idle {
+            self.deadline = Some(Instant::now() + d);
+        }
+    }
+
+    /// Whether a read failed because no frame came within the deadline.
+    pub fn expired(&self) -> bool {
+        self.expired
     }
 
     /// Starts acknowledging `sender`'s frames, from `durable` (told in the WELCOME).
@@ -337,10 +403,21 @@ impl<S: Read + Write + TcpBacked> Ticking<S> {
 impl<S: Read + Write + TcpBacked> Read for Ticking<S> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
+            if self.deadline.is_some_and(|d| Instant::now() >= d)
+                || self.admission.as_ref().is_some_and(|a| a.evicted())
+            {
+                self.expired = true;
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "no complete frame within the idle timeout",
+                ));
+            }
             self.ack_if_due()?;
             match self.inner.read(buf) {
                 Err(e)
-                    if self.duty.is_some()
+                    if (self.duty.is_some()
+                        || self.deadline.is_some()
+                        || self.admission.is_some())
                         && matches!(
                             e.kind(),
                             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut

@@ -30,9 +30,10 @@ use std::io::{BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Sender, TrySendError};
+use loom::{Admission, ConnectionGate};
 use telemetry::wire::{self, control, FrameType, Hello, Incoming, SeriesTags, Welcome};
 use telemetry::FrameReader;
 
@@ -81,6 +82,16 @@ pub struct ReceiveConfig {
     /// 0) with this book of per-sender marks; `None`: WELCOME says no ACKs
     /// will come.
     pub acks: Option<Arc<AckBook>>,
+    /// At most this many connections open at once (each has a receiving
+    /// thread, so this bounds the threads too); at the limit the one idle
+    /// the longest is closed to make room, or with none idle the new one
+    /// is refused: a REFUSE frame, then closed. `None`: unbounded.
+    pub gate: Option<Arc<ConnectionGate>>,
+    /// A sender must complete a frame at least this often (from its
+    /// connection's start, then from its previous frame), or its
+    /// connection is closed: idle and slowloris senders free their thread.
+    /// `None`: wait forever.
+    pub idle_timeout: Option<Duration>,
 }
 
 impl ReceiveConfig {
@@ -100,6 +111,8 @@ impl ReceiveConfig {
             receiver_name: "loom endpoint".to_string(),
             tls: None,
             acks: None,
+            gate: None,
+            idle_timeout: None,
         }
     }
 }
@@ -131,7 +144,21 @@ pub fn listen_until<M: Message>(
             break;
         }
         match conn {
-            Ok(stream) => {
+            Ok(mut stream) => {
+                let admission = match &cfg.gate {
+                    Some(g) => match g.enter() {
+                        Some(a) => Some(a),
+                        None => {
+                            // Counted and logged (once per interval) by
+                            // the gate; a version-2 peer learns why. A
+                            // fresh socket's send buffer is empty, so
+                            // this write does not block the listener.
+                            let _ = stream.write_all(&refusal("too many connections open"));
+                            continue;
+                        }
+                    },
+                    None => None,
+                };
                 let id = counters.connections.fetch_add(1, Ordering::Relaxed) + 1;
                 let peer = stream
                     .peer_addr()
@@ -151,7 +178,7 @@ pub fn listen_until<M: Message>(
                             pool: &pool,
                             max_queued_bytes: cfg.max_queued_bytes,
                         };
-                        conn.run(stream, &cfg)
+                        conn.run(stream, &cfg, admission)
                     });
                 if let Err(e) = spawned {
                     log::error!("cannot start a receiving thread for connection {id}: {e}");
@@ -160,6 +187,19 @@ pub fn listen_until<M: Message>(
             Err(e) => log::warn!("accept failed: {e}"),
         }
     }
+}
+
+/// A REFUSE frame saying `why`.
+fn refusal(why: &str) -> Vec<u8> {
+    let mut f = Vec::new();
+    let _ = wire::encode_control(
+        FrameType::Refuse,
+        0,
+        crate::epoch_us(),
+        &control::encode_refusal(why),
+        &mut f,
+    );
+    f
 }
 
 struct Connection<'a, M> {
@@ -206,15 +246,17 @@ enum Close {
     Auth(String),
     /// Protocol violation.
     Bad(String),
+    /// No complete frame within the idle timeout.
+    Idle,
 }
 
 impl<M: Message> Connection<'_, M> {
     /// Receives from one accepted connection, through TLS when configured.
-    fn run(&self, stream: TcpStream, cfg: &ReceiveConfig) {
+    fn run(&self, stream: TcpStream, cfg: &ReceiveConfig, admission: Option<Admission>) {
         match &cfg.tls {
-            None => self.receive(stream, cfg),
+            None => self.receive(stream, cfg, admission),
             Some(tls) => match tls.accept(stream, self.peer) {
-                Ok(s) => self.receive(s, cfg),
+                Ok(s) => self.receive(s, cfg, admission),
                 // No frame was ever read, so no stream ended: the
                 // connection does not count towards --stop-after-connections.
                 Err(e) => {
@@ -225,9 +267,66 @@ impl<M: Message> Connection<'_, M> {
         }
     }
 
-    fn receive<S: Read + Write + TcpBacked>(&self, stream: S, cfg: &ReceiveConfig) {
+    /// A DATA frame just read into `group.payload` (from byte `at.0`;
+    /// `at.1`: the connection's first frame): checked against the session,
+    /// then kept, or cut off again as a resend of a frame already held.
+    /// `Ok(true)`: a frame was taken (new or duplicate).
+    fn take_data(
+        &self,
+        h: &wire::FrameHeader,
+        at: (usize, bool),
+        session: &mut Option<Session>,
+        group: &mut Group,
+        frames: &mut u64,
+        cfg: &ReceiveConfig,
+    ) -> Result<bool, Close> {
+        let (old, first) = at;
+        let checked = self
+            .admit_data(h, first, session, cfg)
+            .and_then(|ctx| self.new_frame(h, session, cfg).map(|new| (ctx, new)));
+        match checked {
+            Ok((_, false)) => {
+                // A resend of a frame this app already holds.
+                group.payload.truncate(old);
+                Counters::add(&self.counters.duplicate_frames, 1);
+                Counters::add(&self.counters.duplicate_records, u64::from(h.record_count));
+                Ok(true)
+            }
+            Ok((ctx, true)) => {
+                group.acked_sender = session
+                    .as_ref()
+                    .filter(|s| s.acked)
+                    .map(|s| s.hello.sender_id);
+                *frames += 1;
+                group.add(u64::from(h.record_count), ctx);
+                group.last_seq = group.last_seq.max(h.seq);
+                Counters::add(&self.counters.batches_received, 1);
+                Counters::add(&self.counters.records_received, u64::from(h.record_count));
+                Ok(true)
+            }
+            Err(e) => {
+                group.payload.truncate(old);
+                Err(e)
+            }
+        }
+    }
+
+    fn receive<S: Read + Write + TcpBacked>(
+        &self,
+        stream: S,
+        cfg: &ReceiveConfig,
+        admission: Option<Admission>,
+    ) {
+        let ticking = match Ticking::with_deadline(stream, cfg.idle_timeout, admission) {
+            Ok(t) => t,
+            Err(e) => {
+                Counters::add(&self.counters.bad_connections, 1);
+                log::warn!("connection {} closed: cannot set its timeout: {e}", self.id);
+                return;
+            }
+        };
         let mut reader = FrameReader::with_max_payload(
-            BufReader::with_capacity(cfg.read_buffer, Ticking::new(stream)),
+            BufReader::with_capacity(cfg.read_buffer, ticking),
             cfg.max_payload,
         );
         let mut frames = 0u64;
@@ -243,42 +342,14 @@ impl<M: Message> Connection<'_, M> {
         let open = loop {
             let old = group.payload.len();
             let first = frames == 0 && session.is_none();
-            let step = match reader.read_frame_into(&mut group.payload) {
+            let read = reader.read_frame_into(&mut group.payload);
+            if matches!(read, Ok(Some(_))) {
+                reader.get_mut().get_mut().frame_done();
+            }
+            let step = match read {
                 Ok(Some(Incoming::Data(h))) => {
-                    let checked = self
-                        .admit_data(&h, first, &mut session, cfg)
-                        .and_then(|ctx| self.new_frame(&h, &session, cfg).map(|new| (ctx, new)));
-                    match checked {
-                        Ok((_, false)) => {
-                            // A resend of a frame this app already holds.
-                            group.payload.truncate(old);
-                            Counters::add(&self.counters.duplicate_frames, 1);
-                            Counters::add(
-                                &self.counters.duplicate_records,
-                                u64::from(h.record_count),
-                            );
-                            Ok(true)
-                        }
-                        Ok((ctx, true)) => {
-                            group.acked_sender = session
-                                .as_ref()
-                                .filter(|s| s.acked)
-                                .map(|s| s.hello.sender_id);
-                            frames += 1;
-                            group.add(u64::from(h.record_count), ctx);
-                            group.last_seq = group.last_seq.max(h.seq);
-                            Counters::add(&self.counters.batches_received, 1);
-                            Counters::add(
-                                &self.counters.records_received,
-                                u64::from(h.record_count),
-                            );
-                            Ok(true)
-                        }
-                        Err(e) => {
-                            group.payload.truncate(old);
-                            Err(e)
-                        }
-                    }
+                    let at = (old, first);
+                    self.take_data(&h, at, &mut session, &mut group, &mut frames, cfg)
                 }
                 Ok(Some(Incoming::Control(h, p))) => self
                     .control(h.frame_type, &p, first, &mut session, &mut reader, cfg)
@@ -291,6 +362,7 @@ impl<M: Message> Connection<'_, M> {
                     );
                     break true;
                 }
+                Err(_) if reader.get_mut().get_mut().expired() => Err(Close::Idle),
                 Err(e) => Err(Close::Bad(format!("bad frame: {e}"))),
             };
             match step {
@@ -308,16 +380,22 @@ impl<M: Message> Connection<'_, M> {
                     log::warn!("connection {} from {} refused: {why}", self.id, self.peer);
                     // A version-1 peer never reads it; a version-2 one
                     // learns why before the close.
-                    let mut f = Vec::new();
-                    let _ = wire::encode_control(
-                        FrameType::Refuse,
-                        0,
-                        crate::epoch_us(),
-                        &control::encode_refusal(&why),
-                        &mut f,
-                    );
-                    let _ = reader.get_mut().get_mut().write_all(&f);
+                    let _ = reader.get_mut().get_mut().write_all(&refusal(&why));
                     break false;
+                }
+                Err(Close::Idle) => {
+                    // Counted and logged once per interval by the gate: a
+                    // flood of idle connections must not flood the log.
+                    if let Some(g) = &cfg.gate {
+                        g.timed_out();
+                    }
+                    log::debug!(
+                        "connection {} from {} closed after {frames} frames: no complete frame within {:?}",
+                        self.id,
+                        self.peer,
+                        cfg.idle_timeout.unwrap_or_default()
+                    );
+                    break true;
                 }
                 Err(Close::Bad(why)) => {
                     Counters::add(&self.counters.bad_connections, 1);

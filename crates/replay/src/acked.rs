@@ -64,6 +64,7 @@ pub fn wall_offset(rec: &Prepared, now_us: u64) -> u64 {
 
 /// Replays `cfg.file_path` through a resending sender that connects with
 /// `connect`; `offset` is called once with the event-time offset.
+#[allow(clippy::too_many_lines)] // Came in over the 100-line limit as it was enforced (issue 20 merge); split pending.
 pub fn run(
     cfg: &ReplayConfig,
     acked: &AckedConfig,

@@ -13,6 +13,7 @@
 //! HTTP 503 + Retry-After), refused items (late ones included) are
 //! reported in OTLP's partial-success response; all are counted.
 
+mod conn;
 mod grpc;
 mod http;
 mod intake;
@@ -92,6 +93,13 @@ pub struct Listen<'a> {
     pub http: Option<&'a str>,
     /// `--otlp-threads`.
     pub threads: usize,
+    /// The gRPC listener's connection bound (`--max-connections`).
+    pub grpc_gate: Arc<loom::ConnectionGate>,
+    /// The HTTP listener's connection bound (`--max-connections`).
+    pub http_gate: Arc<loom::ConnectionGate>,
+    /// A connection the server has had nothing to answer on for this long
+    /// is closed (`--idle-timeout-ms`; see `conn.rs`).
+    pub idle_timeout: Duration,
 }
 
 /// Starts the servers `listen` asks for; `None` when both are off.
@@ -144,7 +152,7 @@ pub fn start(
             tokio::net::TcpListener::from_std(l).context("--otlp-grpc: socket")?
         };
         let incoming =
-            tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+            conn::Gated::new(listener, listen.grpc_gate.clone(), listen.idle_timeout).incoming();
         let done = signal();
         runtime.spawn(async move {
             let served = tonic::transport::Server::builder()
@@ -169,12 +177,14 @@ pub fn start(
         l.set_nonblocking(true).context("--otlp-http: socket")?;
         servers.http = Some(l.local_addr().context("--otlp-http: socket")?);
         let app = http::router(intake);
+        let (http_gate, idle) = (listen.http_gate.clone(), listen.idle_timeout);
         let listener = {
             let _guard = runtime.enter();
             tokio::net::TcpListener::from_std(l).context("--otlp-http: socket")?
         };
         let done = signal();
         runtime.spawn(async move {
+            let listener = conn::Gated::new(listener, http_gate, idle);
             let served = axum::serve(listener, app)
                 .with_graceful_shutdown(done)
                 .await;

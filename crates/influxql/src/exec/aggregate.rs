@@ -805,6 +805,7 @@ fn counts_by_scan(
 }
 
 /// Runs an aggregate plan.
+#[allow(clippy::too_many_lines)] // Came in over the 100-line limit as it was enforced (issue 20 merge); split pending.
 pub fn execute(
     snap: &Snapshot,
     plan: &AggregatePlan,

@@ -53,6 +53,7 @@ fn answer(plan: &SubqueryPlan, points: &[&Point]) -> Option<Vec<(Cell, Option<u6
 }
 
 /// Runs a subquery plan.
+#[allow(clippy::too_many_lines)] // Came in over the 100-line limit as it was enforced (issue 20 merge); split pending.
 pub fn execute(
     snap: &Snapshot,
     catalog: &Catalog,

@@ -1,6 +1,9 @@
 //! Settings of the HTTP endpoint.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use loom::ConnectionGate;
 
 use crate::parse::TextLimits;
 
@@ -26,6 +29,10 @@ pub struct HttpConfig {
     pub query_threads: usize,
     /// Bounds on a query's text (length, statements); over them is a 400.
     pub text_limits: TextLimits,
+    /// At most this many connections open at once; one more is closed
+    /// as soon as it is accepted (counted and logged by the gate).
+    /// `None`: unbounded.
+    pub gate: Option<Arc<ConnectionGate>>,
 }
 
 impl Default for HttpConfig {
@@ -39,6 +46,7 @@ impl Default for HttpConfig {
             read_timeout: Duration::from_secs(10),
             query_threads: 2,
             text_limits: TextLimits::default(),
+            gate: None,
         }
     }
 }

@@ -12,7 +12,7 @@ use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use loom::Reader;
+use loom::{Admission, Reader};
 use tokio::sync::{oneshot, Semaphore};
 
 use super::config::HttpConfig;
@@ -141,6 +141,13 @@ async fn answer(
     Ok(to_hyper(r))
 }
 
+/// Returns once the gate has evicted the connection (checked twice a second).
+async fn evicted(a: &Admission) {
+    while !a.evicted() {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
 /// Serves the API on `listener` from a thread of its own; `/write`
 /// answers 501.
 pub fn serve(
@@ -190,11 +197,27 @@ pub fn serve_with_writes(
                         tokio::time::sleep(Duration::from_millis(10)).await;
                         continue;
                     };
+                    // Over the limit the connection is dropped (closed)
+                    // unread; the gate counts and logs it.
+                    let admission = match &cfg.gate {
+                        Some(g) => match g.enter() {
+                            Some(a) => Some(a),
+                            None => continue,
+                        },
+                        None => None,
+                    };
                     let (reader, cfg, permits) = (reader.clone(), cfg.clone(), permits.clone());
                     let sink = sink.clone();
                     let read_timeout = cfg.read_timeout;
                     tokio::spawn(async move {
+                        let admission = admission.map(Arc::new);
+                        let touch = admission.clone();
                         let svc = service_fn(move |req| {
+                            // A request is activity: this connection is not
+                            // the idle one to evict at the limit.
+                            if let Some(a) = &touch {
+                                a.touch();
+                            }
                             answer(
                                 req,
                                 reader.clone(),
@@ -203,11 +226,28 @@ pub fn serve_with_writes(
                                 sink.clone(),
                             )
                         });
-                        let _ = http1::Builder::new()
+                        let serving = http1::Builder::new()
                             .timer(TokioTimer::new())
                             .header_read_timeout(read_timeout)
-                            .serve_connection(TokioIo::new(stream), svc)
-                            .await;
+                            .serve_connection(TokioIo::new(stream), svc);
+                        let served = match &admission {
+                            None => serving.await,
+                            // Dropping the connection closes it when the
+                            // gate evicts it to make room for a new one.
+                            Some(a) => tokio::select! {
+                                r = serving => r,
+                                () = evicted(a) => {
+                                    a.gate().timed_out();
+                                    return;
+                                }
+                            },
+                        };
+                        // Idle past the header timeout, or trickling a header.
+                        if let (Err(e), Some(a)) = (served, &admission) {
+                            if e.is_timeout() {
+                                a.gate().timed_out();
+                            }
+                        }
                     });
                 }
             });

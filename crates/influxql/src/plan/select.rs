@@ -310,6 +310,7 @@ fn output(
 }
 
 /// Plans a SELECT statement.
+#[allow(clippy::too_many_lines)] // Came in over the 100-line limit as it was enforced (issue 20 merge); split pending.
 pub fn plan_select(s: &SelectStatement, catalog: &Catalog, now_ns: i128) -> Result<Plan> {
     let measurement = match &s.from {
         crate::parse::Source::Measurement(m) => m.name.0.clone(),

@@ -82,6 +82,7 @@ fn limited<T>(mut v: Vec<T>, limit: Option<u64>) -> Vec<T> {
 }
 
 /// Plans a SHOW statement.
+#[allow(clippy::too_many_lines)] // Came in over the 100-line limit as it was enforced (issue 20 merge); split pending.
 pub fn plan_show(s: &ShowStatement, catalog: &Catalog) -> Result<ShowPlan> {
     Ok(match s {
         ShowStatement::Databases => ShowPlan::Databases,
