@@ -37,7 +37,12 @@ build: deps
 # The test command CI runs (.ci/run). Release mode: the property, crash and
 # end-to-end tests ingest millions of records.
 test: deps
-	$(CARGO_BUILD_ALL) 2>&1 | tail -n 3
+	@mkdir -p target
+	@echo "$(CARGO_BUILD_ALL)  (log: target/build.log)"
+	@$(CARGO_BUILD_ALL) > target/build.log 2>&1 || { \
+	  echo "build failed; its errors:"; grep -E -A12 '^(error|warning)' target/build.log | head -n 150; \
+	  echo "..."; tail -n 20 target/build.log; df -h . ; exit 1; }
+	@tail -n 1 target/build.log
 	cargo test --release --workspace --no-fail-fast
 	$(MAKE) --no-print-directory fuzz-smoke FUZZ_BUDGET_S=3
 	$(MAKE) --no-print-directory figures-test
