@@ -18,7 +18,7 @@ const READY_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The listener flags of loom-app, each given `127.0.0.1:0` unless the
 /// test passes it.
-const LOOM_APP_LISTENERS: &[&str] = &["--addr", "--http", "--otlp-grpc", "--otlp-http"];
+pub(crate) const LOOM_APP_LISTENERS: &[&str] = &["--addr", "--http", "--otlp-grpc", "--otlp-http"];
 /// The listener flag of influx-app.
 const INFLUX_APP_LISTENERS: &[&str] = &["--addr"];
 
