@@ -51,6 +51,7 @@ mod reorder;
 mod report;
 mod running;
 mod schedule;
+mod source_state;
 mod source_table;
 mod sources;
 mod store;
