@@ -19,26 +19,14 @@ use telemetry::wire::resend::{Connector, Link};
 use telemetry::RecordingReader;
 
 fn start_app(store: &Path, addr: &str) -> testing::LoomApp {
-    let store = store.display().to_string();
-    testing::LoomApp::loom_app([
-        "--addr",
-        addr,
-        "--http",
-        "off",
-        "--otlp-grpc",
-        "off",
-        "--otlp-http",
-        "off",
-        "--machine-output",
-        "--report-interval-s",
-        "60",
-        "--persist-interval-ms",
-        "1000",
-        "--ack-interval-ms",
-        "100",
-        "--loom-path",
-        &store,
-    ])
+    testing::LoomApp::builder()
+        .addr(addr)
+        .tcp_only()
+        .machine_quiet()
+        .args(["--persist-interval-ms", "1000"])
+        .acks(100)
+        .store(store)
+        .start()
 }
 
 fn free_addr() -> String {

@@ -119,21 +119,12 @@ fn questions(t: &Truth) -> Vec<(String, Vec<&'static str>, Vec<Value>)> {
 }
 
 fn start_app(store: &Path) -> (LoomApp, String, String) {
-    let store = store.display().to_string();
-    let app = LoomApp::loom_app([
-        "--timestamps",
-        "event",
-        "--event-offset-us",
-        "0",
-        "--query",
-        "probe-effect",
-        "--persist-interval-ms",
-        "200",
-        "--queue-capacity",
-        "1000000",
-        "--loom-path",
-        &store,
-    ]);
+    let app = LoomApp::builder()
+        .event_times()
+        .args(["--query", "probe-effect", "--persist-interval-ms", "200"])
+        .deep_queue()
+        .store(store)
+        .start();
     let (tcp, http) = (app.tcp(), app.http());
     (app, tcp, http)
 }

@@ -47,11 +47,11 @@ fn kv_read_latencies(path: &Path) -> Vec<u64> {
 }
 
 fn start_app(store: &Path, extra: &[&str]) -> LoomApp {
-    let store = store.display().to_string();
-    let mut args = vec!["--query", "probe-effect"];
-    args.extend_from_slice(extra);
-    args.extend(["--loom-path", &store]);
-    LoomApp::loom_app(args)
+    LoomApp::builder()
+        .args(["--query", "probe-effect"])
+        .args(extra.iter().copied())
+        .store(store)
+        .start()
 }
 
 fn replay_into(addr: &str, rec: &Path, speed: f64) -> std::thread::JoinHandle<()> {

@@ -64,30 +64,13 @@ fn a_replay_over_tls_is_stored_whole_and_bad_clients_are_closed_alone() {
     generate_file(&gen, &rec).expect("generate");
     let total = records_in(&rec);
 
-    let (cert_arg, key_arg, store) = (
-        cert.display().to_string(),
-        key.display().to_string(),
-        dir.path().join("store").display().to_string(),
-    );
-    let mut app = LoomApp::loom_app([
-        "--http",
-        "off",
-        "--otlp-grpc",
-        "off",
-        "--otlp-http",
-        "off",
-        "--stop-after-connections",
-        "1",
-        "--machine-output",
-        "--queue-capacity",
-        "1000000",
-        "--tls-cert",
-        &cert_arg,
-        "--tls-key",
-        &key_arg,
-        "--loom-path",
-        &store,
-    ]);
+    let mut app = LoomApp::builder()
+        .tcp_only()
+        .args(["--stop-after-connections", "1", "--machine-output"])
+        .deep_queue()
+        .tls(&cert, &key)
+        .store(&dir.path().join("store"))
+        .start();
     let addr = app.tcp();
     let first = app
         .process
@@ -176,26 +159,12 @@ fn an_acked_replay_over_tls_is_acknowledged_whole() {
     };
     generate_file(&gen, &rec).expect("generate");
     let total = records_in(&rec);
-    let (cert_arg, key_arg, store) = (
-        cert.display().to_string(),
-        key.display().to_string(),
-        dir.path().join("store").display().to_string(),
-    );
-    let app = LoomApp::loom_app([
-        "--http",
-        "off",
-        "--otlp-grpc",
-        "off",
-        "--otlp-http",
-        "off",
-        "--machine-output",
-        "--tls-cert",
-        &cert_arg,
-        "--tls-key",
-        &key_arg,
-        "--loom-path",
-        &store,
-    ]);
+    let app = LoomApp::builder()
+        .tcp_only()
+        .args(["--machine-output"])
+        .tls(&cert, &key)
+        .store(&dir.path().join("store"))
+        .start();
     let addr = app.tcp();
     let cfg = ReplayConfig {
         file_path: rec.clone(),
