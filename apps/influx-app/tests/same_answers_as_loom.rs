@@ -22,8 +22,8 @@ use std::path::Path;
 use common::{client, influxd_binary, line_fields, runtime, App, Influxd};
 use influx_app::client::value_u64;
 use influx_app::queries::influx_percentile_index;
-use replay::gen::{generate_file, GenConfig, Phase};
-use replay::tcp::{connect_with_retry, run, ReplayConfig};
+use replay::{connect_with_retry, run_paced as run, ReplayConfig};
+use replay::{generate_file, GenConfig, Phase};
 use telemetry::{KvOpKind, Record, RecordingReader};
 
 const T0: u64 = 1_000_000;

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use replay::acked::AckedConfig;
-use replay::gen::{generate_file, GenConfig, Phase};
-use replay::tcp::ReplayConfig;
+use replay::AckedConfig;
+use replay::ReplayConfig;
+use replay::{generate_file, GenConfig, Phase};
 use telemetry::raw::{self, SourceKey};
 use telemetry::wire::resend::{Connector, Link};
 use telemetry::RecordingReader;
@@ -141,7 +141,7 @@ fn acked_replay_survives_ten_sigkills_exactly_once_at_own_times() {
                     })?;
                 Ok(Box::new(s) as Box<dyn Link>)
             });
-            replay::acked::run(
+            replay::run_acked(
                 &cfg,
                 &acked,
                 connect,
@@ -154,7 +154,7 @@ fn acked_replay_survives_ten_sigkills_exactly_once_at_own_times() {
     let offset = offset_rx
         .recv_timeout(Duration::from_secs(60))
         .expect("the replay started");
-    let mut rng = replay::rng::SplitMix64::new(seed);
+    let mut rng = replay::SplitMix64::new(seed);
     for k in 0..kills {
         let wait_ms = 300 + rng.below(1200);
         std::thread::sleep(Duration::from_millis(wait_ms));

@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 
-use replay::gen::{generate_file, GenConfig, Phase};
-use replay::tcp::{connect_with_retry, run, ReplayConfig};
+use replay::{connect_with_retry, run_paced as run, ReplayConfig};
+use replay::{generate_file, GenConfig, Phase};
 use telemetry::{KvOpKind, Record, RecordingReader};
 use testing::{fields, LoomApp};
 
@@ -78,7 +78,7 @@ fn latency_fields(v: &[u64]) -> (String, String, String) {
         v.len().to_string(),
         show(v.last().copied()),
         // The named questions run InfluxQL's percentile(): InfluxDB 1.x's rank.
-        show(influxql::exec::influx_rank(v.len() as u64, 99.99).map(|r| v[r as usize - 1])),
+        show(influxql::influx_rank(v.len() as u64, 99.99).map(|r| v[r as usize - 1])),
     )
 }
 

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use loom::SourceId;
-use replay::gen::{generate_file, GenConfig, Phase};
-use replay::stats::percentile_nearest_rank;
-use replay::tcp::{connect_with_retry, run, ReplayConfig};
+use replay::percentile_nearest_rank;
+use replay::{connect_with_retry, run_paced as run, ReplayConfig};
+use replay::{generate_file, GenConfig, Phase};
 use telemetry::{KvOpKind, Record, RecordingReader};
 use testing::LoomApp;
 

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use endpoint::ClientTls;
-use replay::gen::{generate_file, GenConfig, Phase};
-use replay::tcp::{connect_with_retry, run, ReplayConfig};
+use replay::{connect_with_retry, run_paced as run, ReplayConfig};
+use replay::{generate_file, GenConfig, Phase};
 use telemetry::{FrameWriter, RecordingReader};
 use testing::LoomApp;
 
@@ -174,7 +174,7 @@ fn an_acked_replay_over_tls_is_acknowledged_whole() {
         no_wait: true,
         connect_timeout_s: 60.0,
     };
-    let acked = replay::acked::AckedConfig {
+    let acked = replay::AckedConfig {
         sender_id: 0x715,
         token: String::new(),
         max_unacked_bytes: 64 << 20,
@@ -192,7 +192,7 @@ fn an_acked_replay_over_tls_is_acknowledged_whole() {
         Ok(Box::new(endpoint::ClientStream::from(s)) as Box<dyn telemetry::wire::resend::Link>)
     });
     let s =
-        replay::acked::run(&cfg, &acked, connect, |_| {}, |_| {}, || false).expect("acked replay");
+        replay::run_acked(&cfg, &acked, connect, |_| {}, |_| {}, || false).expect("acked replay");
     assert_eq!(
         (s.records, s.acked, s.unacked_frames),
         (total, total, 0),

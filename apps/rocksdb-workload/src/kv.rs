@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use replay::rng::SplitMix64;
+use replay::SplitMix64;
 use rocksdb::{Options, WriteOptions, DB};
 use telemetry::{KvOp, KvOpKind, Record};
 

@@ -69,8 +69,7 @@ fn tcp_receiver_gets_every_sent_record() {
                 Incoming::Data(h) => {
                     assert!(welcomed, "data before the HELLO");
                     records.extend(
-                        telemetry::batch::decode_payload(&payload, h.record_count)
-                            .expect("records"),
+                        telemetry::decode_payload(&payload, h.record_count).expect("records"),
                     );
                     payload.clear();
                 }

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use replay::tcp::{connect_with_retry, run, ReplayConfig};
+use replay::{connect_with_retry, run_paced as run, ReplayConfig};
 use telemetry::{KvOpKind, Packet, Record};
 use testing::LoomApp;
 use valkey_workload::{Destination, WorkloadConfig};
@@ -39,7 +39,7 @@ fn show(v: Option<u64>) -> String {
 /// (count, p99.99, slower than it) of `sorted` latencies.
 fn tail(sorted: &[u64]) -> (String, String, String) {
     // loom-app asks InfluxQL's percentile(): InfluxDB 1.x's rank rule.
-    let p = influxql::exec::influx_rank(sorted.len() as u64, 99.99).map(|r| sorted[r as usize - 1]);
+    let p = influxql::influx_rank(sorted.len() as u64, 99.99).map(|r| sorted[r as usize - 1]);
     let slower = p.map_or(0, |p| sorted.iter().filter(|&&d| d > p).count());
     (sorted.len().to_string(), show(p), slower.to_string())
 }

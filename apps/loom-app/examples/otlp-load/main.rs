@@ -148,7 +148,7 @@ fn sizes_per_span(
         config: &config,
         arrival_us: 0,
     };
-    let recs = otlp::spans::convert(r, &ctx).records;
+    let recs = otlp::convert_spans(r, &ctx).records;
     let record_bytes = recs.iter().map(|x| x.bytes.len()).sum::<usize>() / recs.len().max(1);
     let line_bytes = influx::bodies(&requests[..1], usize::MAX)
         .first()

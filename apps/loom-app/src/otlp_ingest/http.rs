@@ -289,8 +289,8 @@ async fn read_plain(
         .as_str()
     {
         "" | "identity" => Ok(raw.to_vec()),
-        "gzip" => otlp::body::gunzip(&raw, limit),
-        "deflate" => otlp::body::inflate(&raw, limit),
+        "gzip" => otlp::gunzip(&raw, limit),
+        "deflate" => otlp::inflate(&raw, limit),
         other => {
             return refuse(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,

@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use clap::Parser;
 use endpoint::{ClientStream, ClientTls};
-use replay::acked::AckedConfig;
-use replay::tcp::{connect_with_retry, run, EndReason, ReplayConfig};
+use replay::AckedConfig;
+use replay::{connect_with_retry, run_paced as run, EndReason, ReplayConfig};
 use telemetry::wire::resend::{Connector, Link};
 
 #[derive(Parser)]
@@ -82,7 +82,7 @@ fn random_id() -> u64 {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
-    replay::rng::SplitMix64::new(t ^ u64::from(std::process::id()) << 32).next_u64()
+    replay::SplitMix64::new(t ^ u64::from(std::process::id()) << 32).next_u64()
 }
 
 /// `--acked`: replays through the resending sender; the exit code.
@@ -111,7 +111,7 @@ fn run_acked(
         cfg.addr,
         acked.sender_id
     );
-    let r = replay::acked::run(
+    let r = replay::run_acked(
         cfg,
         acked,
         connect,
