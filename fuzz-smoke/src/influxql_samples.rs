@@ -9,7 +9,7 @@
 use influxql::fuzz::{encode_request, TOKEN};
 use influxql::parse::MAX_DEPTH;
 
-use replay::rng::SplitMix64;
+use replay::SplitMix64;
 
 /// Names of the fixture store, a few unknown ones and quoted oddities.
 const IDENTS: [&str; 14] = [

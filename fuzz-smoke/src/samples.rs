@@ -8,7 +8,7 @@ use telemetry::{
     Batch, KvOp, KvOpKind, Packet, PageCache, Record, RecordingHeader, RecordingWriter, Syscall,
 };
 
-use replay::rng::SplitMix64;
+use replay::SplitMix64;
 
 /// A random record of a random kind.
 pub fn record(rng: &mut SplitMix64) -> Record {

@@ -11,7 +11,7 @@ use crate::influxql_samples;
 use crate::mutate::{self, mutate};
 use crate::otlp_samples;
 use crate::samples;
-use replay::rng::SplitMix64;
+use replay::SplitMix64;
 
 /// Which decoder a target feeds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

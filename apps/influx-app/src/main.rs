@@ -9,7 +9,7 @@
 //!   then `Query Latency (<name>): <ms> ms`;
 //! - with `--complete-data`: `Backlog written: ...` once every point is in influxd;
 //! - at exit: `Final: ...` (and `STATS ...` with `--machine-output`), then
-//!   `Endpoint CPU: ...` (telemetry::cpu; influxd's own CPU is not included);
+//!   `Endpoint CPU: ...` (`telemetry::cpu_exit_line`; influxd's own CPU is not included);
 //! - with `--ready-file PATH`, once it listens: `{"pid":…,"tcp":"ip:port"}`
 //!   in PATH (written atomically), so callers can pass port 0.
 //!
@@ -266,7 +266,7 @@ fn main() -> anyhow::Result<()> {
     ask_at_end(&cli, &rt, &client, Counters::get(&counters.now_us));
     print_final(&cli, &counters, &report, wall);
     let received = Counters::get(&counters.recv.records_received);
-    println!("{}", telemetry::cpu::exit_line(received));
+    println!("{}", telemetry::cpu_exit_line(received));
     std::process::exit(0)
 }
 

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use common::{client, influxd_binary, line_fields, runtime, App, Influxd};
 use influx_app::receive::wall_clock_us;
-use replay::gen::{generate_file, GenConfig, Phase};
-use replay::tcp::{connect_with_retry, run, ReplayConfig};
+use replay::{connect_with_retry, run_paced as run, ReplayConfig};
+use replay::{generate_file, GenConfig, Phase};
 
 #[test]
 fn influx_app_survives_influxd_restart() {

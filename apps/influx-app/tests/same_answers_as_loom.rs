@@ -22,8 +22,8 @@ use std::path::Path;
 use common::{client, influxd_binary, line_fields, runtime, App, Influxd};
 use influx_app::client::value_u64;
 use influx_app::queries::influx_percentile_index;
-use replay::gen::{generate_file, GenConfig, Phase};
-use replay::tcp::{connect_with_retry, run, ReplayConfig};
+use replay::{connect_with_retry, run_paced as run, ReplayConfig};
+use replay::{generate_file, GenConfig, Phase};
 use telemetry::{KvOpKind, Record, RecordingReader};
 
 const T0: u64 = 1_000_000;
@@ -161,25 +161,21 @@ fn influxd_answers_equal_loom_app_and_brute_force() {
     assert!(all.contains("Backlog written: "), "{all}");
 
     let store = dir.path().join("loom-store");
-    let store_arg = store.display().to_string();
-    let app = App::loom_app([
-        "--timestamps",
-        "event",
-        "--event-offset-us",
-        "0",
-        "--query",
-        QUERIES,
-        "--query-at-end",
-        "--query-window-us",
-        &window,
-        "--stop-after-connections",
-        "1",
-        "--machine-output",
-        "--queue-capacity",
-        "1000000",
-        "--loom-path",
-        &store_arg,
-    ]);
+    let app = App::builder()
+        .event_times()
+        .args([
+            "--query",
+            QUERIES,
+            "--query-at-end",
+            "--query-window-us",
+            &window,
+            "--stop-after-connections",
+            "1",
+            "--machine-output",
+        ])
+        .deep_queue()
+        .store(&store)
+        .start();
     assert_eq!(replay_into(&app.tcp(), &rec), truth.total);
     let end = app.wait();
     let (ok, loom, err) = (end.success(), end.lines, end.stderr);
@@ -271,15 +267,7 @@ fn influxd_answers_equal_loom_app_and_brute_force() {
 
     // Dashboard statements on the data model's measurements: loom-app on
     // the same store, over HTTP, against influxd.
-    let store_arg = store.display().to_string();
-    let served = App::loom_app([
-        "--otlp-grpc",
-        "off",
-        "--otlp-http",
-        "off",
-        "--loom-path",
-        &store_arg,
-    ]);
+    let served = App::builder().no_otlp().store(&store).start();
     let loom_url = format!("http://{}", served.http());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while http_query(&loom_url, "SHOW DATABASES").is_null() {

@@ -38,7 +38,6 @@ impl App {
 
     /// [`App::start`] with a stop flag made before (the binary sets it on
     /// Ctrl-C from before it listens).
-    #[allow(clippy::too_many_lines)] // Came in over the 100-line limit as it was enforced (issue 20 merge); split pending.
     pub fn start_with(cli: Cli, stop: Stop) -> anyhow::Result<Running> {
         cli.validate()?;
         let store::Store {
@@ -47,23 +46,12 @@ impl App {
             dir,
             temp,
         } = store::open(&cli)?;
-        // A restarted endpoint continues after the newest stored record.
-        let resume_after_us = reader
-            .sources()
-            .into_iter()
-            .filter_map(|id| reader.latest_timestamp(id))
-            .max()
-            .unwrap_or(0);
         let token = http::auth_token(&cli)?;
         let (listener, tcp, tls) = bind_stream(&cli, &dir, token.is_some())?;
-
-        let gates = Gates::new(cli.max_connections);
-        let idle_timeout = Duration::from_millis(cli.idle_timeout_ms);
         let start = Instant::now();
-        let series = Arc::new(endpoint::SeriesLimit::new(cli.max_series));
         let counters = Arc::new(Counters {
-            series: series.clone(),
-            gates,
+            series: Arc::new(endpoint::SeriesLimit::new(cli.max_series)),
+            gates: Gates::new(cli.max_connections),
             ..Counters::default()
         });
         let (tx, rx) = crossbeam_channel::bounded::<receive::Msg>(cli.queue_capacity);
@@ -72,26 +60,10 @@ impl App {
             endpoint::AckBook::open(&dir.join("acked-senders"))
                 .context("opening the acknowledged senders' marks")?,
         );
-        let recv_cfg = endpoint::ReceiveConfig {
-            max_queued_bytes: cli.queue_max_bytes,
-            auth_token: token.clone(),
-            receiver_name: format!("loom-app {}", env!("CARGO_PKG_VERSION")),
-            tls,
-            acks: Some(acked_senders.clone()),
-            gate: Some(counters.gates.ingest.clone()),
-            idle_timeout: Some(idle_timeout),
-            ..endpoint::ReceiveConfig::new(cli.max_payload_bytes)
-        };
+        let recv_cfg = receive_config(&cli, token.clone(), tls, &acked_senders, &counters);
         // Enough idle buffers for every receiver's next group while ingest keeps up.
         let pool = endpoint::BufferPool::new(RECYCLED_BUFFERS, recv_cfg.group_bytes + (64 << 10));
-        let snap = reader.snapshot();
-        let schemas = snap.schemas();
-        series.count_existing(schemas.len() as u64);
-        let registry = Arc::new(otlp::Registry::with_limit(
-            series.clone(),
-            schemas.into_iter().map(|(id, s)| (id.0, s)),
-        ));
-        drop(snap);
+        let registry = otlp_registry(&reader, &counters.series);
         let otlp_stage = otlp_ingest::OtlpStage::new(
             registry.clone(),
             cli.otlp_reorder_window_ms.saturating_mul(1000),
@@ -101,38 +73,19 @@ impl App {
             max_record_bytes: writer.max_record_size(),
             tx: tx.clone(),
             counters: counters.clone(),
-            token: token.clone(),
-            idle_timeout,
+            token,
+            idle_timeout: Duration::from_millis(cli.idle_timeout_ms),
         };
         let (intake_log, intake, otlp_servers) = start_otlp(&cli, &dir, otlp)?;
-        // `/write` bodies go through the OTLP intake: one series registry
-        // and limit, one intake log, one reorder window.
-        let writes = Arc::new(write::LineSink::new(
-            intake,
-            cli.http_max_write_bytes,
-            writer.max_record_size(),
-        ));
-        let http_server = http::start(
-            &cli,
-            reader.clone(),
-            Some(writes),
-            counters.gates.http.clone(),
-        )?;
-        let listener_stop = Arc::new(AtomicBool::new(false));
-        let (recv, stop_flag) = (counters.recv.clone(), listener_stop.clone());
-        let receivers = (pool.clone(), recv_cfg);
-        spawn("listener", move || {
-            endpoint::listen_until(listener, tx, recv, receivers.0, receivers.1, &stop_flag)
-        })
-        .context("starting the listener thread")?;
+        let http_server = start_http(&cli, &reader, intake, writer.max_record_size(), &counters)?;
+        let listener_stop = start_listener(listener, tx, &counters, pool.clone(), recv_cfg)?;
 
         let plan = Plan::of(&cli);
         let ingest = {
             let (counters, shutdown) = (counters.clone(), stop.flag());
             let cfg = IngestConfig {
                 acks: Some(acked_senders),
-                ack_interval: Duration::from_millis(cli.ack_interval_ms),
-                ..ingest_config(&cli, resume_after_us, plan.stop_after_data_us)
+                ..ingest_config(&cli, resume_after_us(&reader), plan.stop_after_data_us)
             };
             spawn("ingest", move || {
                 ingest::run(
@@ -173,6 +126,90 @@ impl App {
         running.write_ready_file()?;
         Ok(running)
     }
+}
+
+/// A restarted endpoint continues after the newest stored record.
+fn resume_after_us(reader: &loom::Reader) -> u64 {
+    reader
+        .sources()
+        .into_iter()
+        .filter_map(|id| reader.latest_timestamp(id))
+        .max()
+        .unwrap_or(0)
+}
+
+/// The telemetry stream receivers' settings from the flags.
+fn receive_config(
+    cli: &Cli,
+    token: Option<String>,
+    tls: Option<endpoint::ServerTls>,
+    acked_senders: &Arc<endpoint::AckBook>,
+    counters: &Counters,
+) -> endpoint::ReceiveConfig {
+    endpoint::ReceiveConfig {
+        max_queued_bytes: cli.queue_max_bytes,
+        auth_token: token,
+        receiver_name: format!("loom-app {}", env!("CARGO_PKG_VERSION")),
+        tls,
+        acks: Some(acked_senders.clone()),
+        gate: Some(counters.gates.ingest.clone()),
+        idle_timeout: Some(Duration::from_millis(cli.idle_timeout_ms)),
+        ..endpoint::ReceiveConfig::new(cli.max_payload_bytes)
+    }
+}
+
+/// The OTLP series registry, holding the series already stored (they count
+/// against the one series limit).
+fn otlp_registry(
+    reader: &loom::Reader,
+    series: &Arc<endpoint::SeriesLimit>,
+) -> Arc<otlp::Registry> {
+    let snap = reader.snapshot();
+    let schemas = snap.schemas();
+    series.count_existing(schemas.len() as u64);
+    Arc::new(otlp::Registry::with_limit(
+        series.clone(),
+        schemas.into_iter().map(|(id, s)| (id.0, s)),
+    ))
+}
+
+/// The InfluxDB API (`--http`); its `/write` bodies go through the OTLP
+/// intake: one series registry and limit, one intake log, one reorder window.
+fn start_http(
+    cli: &Cli,
+    reader: &loom::Reader,
+    intake: Arc<otlp_ingest::Intake>,
+    max_record_bytes: usize,
+    counters: &Counters,
+) -> anyhow::Result<Option<influxql::http::ServerHandle>> {
+    let writes = Arc::new(write::LineSink::new(
+        intake,
+        cli.http_max_write_bytes,
+        max_record_bytes,
+    ));
+    http::start(
+        cli,
+        reader.clone(),
+        Some(writes),
+        counters.gates.http.clone(),
+    )
+}
+
+/// The telemetry stream's listener thread; returns its stop flag.
+fn start_listener(
+    listener: TcpListener,
+    tx: crossbeam_channel::Sender<receive::Msg>,
+    counters: &Counters,
+    pool: endpoint::BufferPool,
+    recv_cfg: endpoint::ReceiveConfig,
+) -> anyhow::Result<Arc<AtomicBool>> {
+    let listener_stop = Arc::new(AtomicBool::new(false));
+    let (recv, stop_flag) = (counters.recv.clone(), listener_stop.clone());
+    spawn("listener", move || {
+        endpoint::listen_until(listener, tx, recv, pool, recv_cfg, &stop_flag)
+    })
+    .context("starting the listener thread")?;
+    Ok(listener_stop)
 }
 
 /// Which questions run when, from the flags.

@@ -6,6 +6,7 @@ use clap::Parser;
 
 use endpoint::output::parse_window;
 
+use crate::counters::DEFAULT_MAX_CONNECTIONS;
 use crate::ingest::TimestampMode;
 use crate::queries::Query;
 
@@ -247,10 +248,6 @@ pub struct Cli {
     #[arg(long, default_value_t = 60_000)]
     pub idle_timeout_ms: u64,
 }
-
-/// `--max-connections` unless given: a host's agents and dashboards need
-/// far fewer, and 64 receiving threads plus loom-app's own stay under 100.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 64;
 
 impl Default for Cli {
     /// Every flag at its default (what a plain `loom-app` runs with).

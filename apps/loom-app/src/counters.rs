@@ -97,9 +97,15 @@ impl Gates {
     }
 }
 
+/// `--max-connections` unless given: a host's agents and dashboards need
+/// far fewer, and 64 receiving threads plus loom-app's own stay under 100.
+/// Here rather than in `cli` so the counters (which every ingest path
+/// uses) depend on no flag parsing.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 64;
+
 impl Default for Gates {
     fn default() -> Self {
-        Gates::new(crate::cli::DEFAULT_MAX_CONNECTIONS)
+        Gates::new(DEFAULT_MAX_CONNECTIONS)
     }
 }
 

@@ -27,7 +27,7 @@
 //! - per query: its answer, then `Query Latency (<name>): <ms> ms`;
 //! - with `--machine-output`, also `ANSWER query=<name> t0=<µs> t1=<µs> <key=value...>`;
 //! - at exit: `Final: ...` summary, then (the binary) `Endpoint CPU: ...`
-//!   (telemetry::cpu);
+//!   (`telemetry::cpu_exit_line`);
 //! - with `--ready-file PATH`, once every listener is bound, the bound
 //!   addresses as JSON in PATH (written atomically), so callers can pass
 //!   port 0 everywhere.
@@ -51,6 +51,7 @@ mod reorder;
 mod report;
 mod running;
 mod schedule;
+mod source_state;
 mod source_table;
 mod sources;
 mod store;

@@ -16,7 +16,7 @@ fn main() -> anyhow::Result<()> {
     let stop = Stop::new();
     stop.on_ctrl_c().context("installing the Ctrl-C handler")?;
     let summary = App::start_with(config, stop)?.wait()?;
-    println!("{}", telemetry::cpu::exit_line(summary.received));
+    println!("{}", telemetry::cpu_exit_line(summary.received));
     // Receiving threads of connections still open are not waited for.
     std::process::exit(0)
 }

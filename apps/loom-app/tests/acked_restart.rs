@@ -11,34 +11,22 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use replay::acked::AckedConfig;
-use replay::gen::{generate_file, GenConfig, Phase};
-use replay::tcp::ReplayConfig;
+use replay::AckedConfig;
+use replay::ReplayConfig;
+use replay::{generate_file, GenConfig, Phase};
 use telemetry::raw::{self, SourceKey};
 use telemetry::wire::resend::{Connector, Link};
 use telemetry::RecordingReader;
 
 fn start_app(store: &Path, addr: &str) -> testing::LoomApp {
-    let store = store.display().to_string();
-    testing::LoomApp::loom_app([
-        "--addr",
-        addr,
-        "--http",
-        "off",
-        "--otlp-grpc",
-        "off",
-        "--otlp-http",
-        "off",
-        "--machine-output",
-        "--report-interval-s",
-        "60",
-        "--persist-interval-ms",
-        "1000",
-        "--ack-interval-ms",
-        "100",
-        "--loom-path",
-        &store,
-    ])
+    testing::LoomApp::builder()
+        .addr(addr)
+        .tcp_only()
+        .machine_quiet()
+        .args(["--persist-interval-ms", "1000"])
+        .acks(100)
+        .store(store)
+        .start()
 }
 
 fn free_addr() -> String {
@@ -153,7 +141,7 @@ fn acked_replay_survives_ten_sigkills_exactly_once_at_own_times() {
                     })?;
                 Ok(Box::new(s) as Box<dyn Link>)
             });
-            replay::acked::run(
+            replay::run_acked(
                 &cfg,
                 &acked,
                 connect,
@@ -166,7 +154,7 @@ fn acked_replay_survives_ten_sigkills_exactly_once_at_own_times() {
     let offset = offset_rx
         .recv_timeout(Duration::from_secs(60))
         .expect("the replay started");
-    let mut rng = replay::rng::SplitMix64::new(seed);
+    let mut rng = replay::SplitMix64::new(seed);
     for k in 0..kills {
         let wait_ms = 300 + rng.below(1200);
         std::thread::sleep(Duration::from_millis(wait_ms));

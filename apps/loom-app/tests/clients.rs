@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use replay::gen::{generate_file, GenConfig, Phase};
-use replay::tcp::{connect_with_retry, run, ReplayConfig};
+use replay::{connect_with_retry, run_paced as run, ReplayConfig};
+use replay::{generate_file, GenConfig, Phase};
 use serde_json::{json, Value};
 use telemetry::{KvOpKind, Record, RecordingReader};
 use testing::LoomApp;
@@ -119,21 +119,12 @@ fn questions(t: &Truth) -> Vec<(String, Vec<&'static str>, Vec<Value>)> {
 }
 
 fn start_app(store: &Path) -> (LoomApp, String, String) {
-    let store = store.display().to_string();
-    let app = LoomApp::loom_app([
-        "--timestamps",
-        "event",
-        "--event-offset-us",
-        "0",
-        "--query",
-        "probe-effect",
-        "--persist-interval-ms",
-        "200",
-        "--queue-capacity",
-        "1000000",
-        "--loom-path",
-        &store,
-    ]);
+    let app = LoomApp::builder()
+        .event_times()
+        .args(["--query", "probe-effect", "--persist-interval-ms", "200"])
+        .deep_queue()
+        .store(store)
+        .start();
     let (tcp, http) = (app.tcp(), app.http());
     (app, tcp, http)
 }

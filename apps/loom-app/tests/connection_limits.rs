@@ -28,8 +28,8 @@ use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
-use replay::gen::{generate_file, GenConfig, Phase};
-use replay::tcp::{connect_with_retry, run, ReplayConfig};
+use replay::{connect_with_retry, run_paced as run, ReplayConfig};
+use replay::{generate_file, GenConfig, Phase};
 use support::{post, query, scalar, App};
 use telemetry::{FrameWriter, RecordingReader};
 

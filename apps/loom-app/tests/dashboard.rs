@@ -162,17 +162,11 @@ fn grafana_statements_answer_as_influxd() {
     let Some(bin) = influxd_binary() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
     let influxd = Influxd::start(&bin, &dir.path().join("influxd"));
-    let store = dir.path().join("store").display().to_string();
-    let _app = App::loom_app([
-        "--loom-path",
-        &store,
-        "--otlp-grpc",
-        "off",
-        "--otlp-http",
-        "off",
-        "--otlp-reorder-window-ms",
-        "300",
-    ]);
+    let _app = App::builder()
+        .store(&dir.path().join("store"))
+        .no_otlp()
+        .args(["--otlp-reorder-window-ms", "300"])
+        .start();
     let loom = format!("http://{}", _app.http());
     let iurl = influxd.url.clone();
     let created = query(&iurl, "CREATE DATABASE lp");

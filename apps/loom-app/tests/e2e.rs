@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 
-use replay::gen::{generate_file, GenConfig, Phase};
-use replay::tcp::{connect_with_retry, run, ReplayConfig};
+use replay::{connect_with_retry, run_paced as run, ReplayConfig};
+use replay::{generate_file, GenConfig, Phase};
 use telemetry::{KvOpKind, Record, RecordingReader};
 use testing::{fields, LoomApp};
 
@@ -78,7 +78,7 @@ fn latency_fields(v: &[u64]) -> (String, String, String) {
         v.len().to_string(),
         show(v.last().copied()),
         // The named questions run InfluxQL's percentile(): InfluxDB 1.x's rank.
-        show(influxql::exec::influx_rank(v.len() as u64, 99.99).map(|r| v[r as usize - 1])),
+        show(influxql::influx_rank(v.len() as u64, 99.99).map(|r| v[r as usize - 1])),
     )
 }
 
@@ -109,27 +109,23 @@ fn replay_into_loom_app_matches_brute_force_and_survives_garbage() {
     assert!(truth.slow_reads > 0);
 
     let window = format!("{T0},{T1}");
-    let store = dir.path().join("store").display().to_string();
-    let app = LoomApp::loom_app([
-        "--timestamps",
-        "event",
-        "--event-offset-us",
-        "0",
-        "--query",
-        "rocksdb-p1,rocksdb-p2,rocksdb-p3,ablation-timerange,ablation-noindex,ablation-onlytime,ablation-onlyrange",
-        "--query-at-end",
-        "--query-window-us",
-        &window,
-        "--stop-after-connections",
-        "3",
-        "--machine-output",
-        "--queue-capacity",
-        "1000000",
-        "--report-interval-s",
-        "1",
-        "--loom-path",
-        &store,
-    ]);
+    let app = LoomApp::builder()
+        .event_times()
+        .args([
+            "--query",
+            "rocksdb-p1,rocksdb-p2,rocksdb-p3,ablation-timerange,ablation-noindex,ablation-onlytime,ablation-onlyrange",
+            "--query-at-end",
+            "--query-window-us",
+            &window,
+            "--stop-after-connections",
+            "3",
+            "--machine-output",
+            "--report-interval-s",
+            "1",
+        ])
+        .deep_queue()
+        .store(&dir.path().join("store"))
+        .start();
     let addr = app.tcp();
 
     let replay_cfg = ReplayConfig {
@@ -212,26 +208,22 @@ fn replay_into_loom_app_matches_brute_force_and_survives_garbage() {
 /// the end over [T0, T1]) with `extra` flags; returns its stdout lines.
 fn answers_for(rec: &std::path::Path, store: &std::path::Path, extra: &[&str]) -> Vec<String> {
     let window = format!("{T0},{T1}");
-    let store = store.display().to_string();
-    let mut args = vec![
-        "--timestamps",
-        "event",
-        "--event-offset-us",
-        "0",
-        "--query",
-        "rocksdb-p1,rocksdb-p2",
-        "--query-at-end",
-        "--query-window-us",
-        &window,
-        "--stop-after-connections",
-        "1",
-        "--machine-output",
-        "--queue-capacity",
-        "1000000",
-    ];
-    args.extend_from_slice(extra);
-    args.extend(["--loom-path", &store]);
-    let app = LoomApp::loom_app(args);
+    let app = LoomApp::builder()
+        .event_times()
+        .args([
+            "--query",
+            "rocksdb-p1,rocksdb-p2",
+            "--query-at-end",
+            "--query-window-us",
+            &window,
+            "--stop-after-connections",
+            "1",
+            "--machine-output",
+        ])
+        .deep_queue()
+        .args(extra.iter().copied())
+        .store(store)
+        .start();
     let addr = app.tcp();
     let cfg = ReplayConfig {
         file_path: rec.to_path_buf(),

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use loom::SourceId;
-use replay::gen::{generate_file, GenConfig, Phase};
-use replay::stats::percentile_nearest_rank;
-use replay::tcp::{connect_with_retry, run, ReplayConfig};
+use replay::percentile_nearest_rank;
+use replay::{connect_with_retry, run_paced as run, ReplayConfig};
+use replay::{generate_file, GenConfig, Phase};
 use telemetry::{KvOpKind, Record, RecordingReader};
 use testing::LoomApp;
 
@@ -47,11 +47,11 @@ fn kv_read_latencies(path: &Path) -> Vec<u64> {
 }
 
 fn start_app(store: &Path, extra: &[&str]) -> LoomApp {
-    let store = store.display().to_string();
-    let mut args = vec!["--query", "probe-effect"];
-    args.extend_from_slice(extra);
-    args.extend(["--loom-path", &store]);
-    LoomApp::loom_app(args)
+    LoomApp::builder()
+        .args(["--query", "probe-effect"])
+        .args(extra.iter().copied())
+        .store(store)
+        .start()
 }
 
 fn replay_into(addr: &str, rec: &Path, speed: f64) -> std::thread::JoinHandle<()> {

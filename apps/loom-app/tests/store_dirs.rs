@@ -10,7 +10,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
-use testing::LoomApp;
+use testing::{Builder, LoomApp};
 
 /// `nobody` on Debian.
 const NOBODY: u32 = 65534;
@@ -20,19 +20,17 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// loom-app's flags with every listener on a free loopback port or off.
-fn app(extra: &[&str]) -> Vec<String> {
-    let mut args: Vec<String> = ["--http", "off", "--otlp-grpc", "off", "--otlp-http", "off"]
-        .map(String::from)
-        .to_vec();
-    args.extend(extra.iter().map(|a| a.to_string()));
-    args
+/// loom-app with only the telemetry stream (on a free loopback port), plus `extra`.
+fn app<'a>(extra: &[&str]) -> Builder<'a> {
+    LoomApp::builder()
+        .tcp_only()
+        .args(extra.iter().map(|a| a.to_string()))
 }
 
-/// Starts loom-app with `args` (`customize` changing the command), waits
-/// until it listens, stops it with SIGINT and returns every stdout line.
-fn start_and_stop(args: Vec<String>, customize: impl FnOnce(&mut Command)) -> Vec<String> {
-    let end = LoomApp::loom_app_with(args, customize).stop();
+/// Starts loom-app (`customize` changing the command), waits until it
+/// listens, stops it with SIGINT and returns every stdout line.
+fn start_and_stop<'a>(app: Builder<'a>, customize: impl FnOnce(&mut Command) + 'a) -> Vec<String> {
+    let end = app.customize(customize).start().stop();
     assert!(end.success(), "{}\n{}", end.all(), end.stderr);
     end.lines
 }
@@ -112,7 +110,7 @@ fn a_store_directory_that_cannot_be_created_names_the_path_and_the_flag() {
         ("--loom-path", file.join("store")),
         ("--temp-store", file.join("scratch")),
     ] {
-        let Err(out) = LoomApp::try_loom_app(app(&[flag, &path.display().to_string()])) else {
+        let Err(out) = app(&[flag, &path.display().to_string()]).try_start() else {
             panic!("loom-app started with {flag} {}", path.display());
         };
         let err = &out.stderr;

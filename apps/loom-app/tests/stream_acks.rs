@@ -22,24 +22,13 @@ struct App {
 }
 
 fn start_app(store: &Path) -> App {
-    let store = store.display().to_string();
-    let app = testing::LoomApp::loom_app([
-        "--http",
-        "off",
-        "--otlp-grpc",
-        "off",
-        "--otlp-http",
-        "off",
-        "--machine-output",
-        "--report-interval-s",
-        "60",
-        "--reorder-window-ms",
-        "0",
-        "--ack-interval-ms",
-        "20",
-        "--loom-path",
-        &store,
-    ]);
+    let app = testing::LoomApp::builder()
+        .tcp_only()
+        .machine_quiet()
+        .args(["--reorder-window-ms", "0"])
+        .acks(20)
+        .store(store)
+        .start();
     App {
         addr: app.tcp(),
         app,

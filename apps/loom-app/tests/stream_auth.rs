@@ -15,19 +15,12 @@ use testing::LoomApp;
 #[test]
 fn non_loopback_addr_needs_a_token_file() {
     let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("s").display().to_string();
-    let Err(out) = LoomApp::try_loom_app([
-        "--addr",
-        "0.0.0.0:0",
-        "--http",
-        "off",
-        "--otlp-grpc",
-        "off",
-        "--otlp-http",
-        "off",
-        "--loom-path",
-        &store,
-    ]) else {
+    let Err(out) = LoomApp::builder()
+        .addr("0.0.0.0:0")
+        .tcp_only()
+        .store(&dir.path().join("s"))
+        .try_start()
+    else {
         panic!("loom-app listened on 0.0.0.0 without a token");
     };
     assert!(!out.success());
@@ -51,25 +44,12 @@ fn wrong_or_missing_tokens_are_closed_and_the_right_one_stores() {
     let dir = tempfile::tempdir().unwrap();
     let token_file = dir.path().join("token");
     std::fs::write(&token_file, "s3cret\n").unwrap();
-    let (token, store) = (
-        token_file.display().to_string(),
-        dir.path().join("s").display().to_string(),
-    );
-    let app = LoomApp::loom_app([
-        "--http",
-        "off",
-        "--otlp-grpc",
-        "off",
-        "--otlp-http",
-        "off",
-        "--machine-output",
-        "--report-interval-s",
-        "60",
-        "--auth-token-file",
-        &token,
-        "--loom-path",
-        &store,
-    ]);
+    let app = LoomApp::builder()
+        .tcp_only()
+        .machine_quiet()
+        .token_file(&token_file)
+        .store(&dir.path().join("s"))
+        .start();
     let addr = app.tcp();
     let connect = || {
         let s = TcpStream::connect(&addr).unwrap();

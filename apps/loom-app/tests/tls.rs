@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use endpoint::ClientTls;
-use replay::gen::{generate_file, GenConfig, Phase};
-use replay::tcp::{connect_with_retry, run, ReplayConfig};
+use replay::{connect_with_retry, run_paced as run, ReplayConfig};
+use replay::{generate_file, GenConfig, Phase};
 use telemetry::{FrameWriter, RecordingReader};
 use testing::LoomApp;
 
@@ -64,30 +64,13 @@ fn a_replay_over_tls_is_stored_whole_and_bad_clients_are_closed_alone() {
     generate_file(&gen, &rec).expect("generate");
     let total = records_in(&rec);
 
-    let (cert_arg, key_arg, store) = (
-        cert.display().to_string(),
-        key.display().to_string(),
-        dir.path().join("store").display().to_string(),
-    );
-    let mut app = LoomApp::loom_app([
-        "--http",
-        "off",
-        "--otlp-grpc",
-        "off",
-        "--otlp-http",
-        "off",
-        "--stop-after-connections",
-        "1",
-        "--machine-output",
-        "--queue-capacity",
-        "1000000",
-        "--tls-cert",
-        &cert_arg,
-        "--tls-key",
-        &key_arg,
-        "--loom-path",
-        &store,
-    ]);
+    let mut app = LoomApp::builder()
+        .tcp_only()
+        .args(["--stop-after-connections", "1", "--machine-output"])
+        .deep_queue()
+        .tls(&cert, &key)
+        .store(&dir.path().join("store"))
+        .start();
     let addr = app.tcp();
     let first = app
         .process
@@ -176,26 +159,12 @@ fn an_acked_replay_over_tls_is_acknowledged_whole() {
     };
     generate_file(&gen, &rec).expect("generate");
     let total = records_in(&rec);
-    let (cert_arg, key_arg, store) = (
-        cert.display().to_string(),
-        key.display().to_string(),
-        dir.path().join("store").display().to_string(),
-    );
-    let app = LoomApp::loom_app([
-        "--http",
-        "off",
-        "--otlp-grpc",
-        "off",
-        "--otlp-http",
-        "off",
-        "--machine-output",
-        "--tls-cert",
-        &cert_arg,
-        "--tls-key",
-        &key_arg,
-        "--loom-path",
-        &store,
-    ]);
+    let app = LoomApp::builder()
+        .tcp_only()
+        .args(["--machine-output"])
+        .tls(&cert, &key)
+        .store(&dir.path().join("store"))
+        .start();
     let addr = app.tcp();
     let cfg = ReplayConfig {
         file_path: rec.clone(),
@@ -205,7 +174,7 @@ fn an_acked_replay_over_tls_is_acknowledged_whole() {
         no_wait: true,
         connect_timeout_s: 60.0,
     };
-    let acked = replay::acked::AckedConfig {
+    let acked = replay::AckedConfig {
         sender_id: 0x715,
         token: String::new(),
         max_unacked_bytes: 64 << 20,
@@ -223,7 +192,7 @@ fn an_acked_replay_over_tls_is_acknowledged_whole() {
         Ok(Box::new(endpoint::ClientStream::from(s)) as Box<dyn telemetry::wire::resend::Link>)
     });
     let s =
-        replay::acked::run(&cfg, &acked, connect, |_| {}, |_| {}, || false).expect("acked replay");
+        replay::run_acked(&cfg, &acked, connect, |_| {}, |_| {}, || false).expect("acked replay");
     assert_eq!(
         (s.records, s.acked, s.unacked_frames),
         (total, total, 0),

@@ -17,19 +17,12 @@ use testing::App;
 /// A loom-app on loopback with a short reorder window (points become
 /// visible to queries once the window releases them).
 fn start_loom(store: &Path, extra: &[&str]) -> (App, String) {
-    let store = store.display().to_string();
-    let mut args = vec![
-        "--loom-path",
-        &store,
-        "--otlp-grpc",
-        "off",
-        "--otlp-http",
-        "off",
-        "--otlp-reorder-window-ms",
-        "300",
-    ];
-    args.extend_from_slice(extra);
-    let app = App::loom_app(args);
+    let app = App::builder()
+        .store(store)
+        .no_otlp()
+        .args(["--otlp-reorder-window-ms", "300"])
+        .args(extra.iter().copied())
+        .start();
     let url = format!("http://{}", app.http());
     let deadline = Instant::now() + Duration::from_secs(30);
     while curl(&url, "GET", "/ping", &[], None).0 != 204 {

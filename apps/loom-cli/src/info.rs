@@ -102,8 +102,8 @@ pub fn describe(dir: &Path) -> anyhow::Result<String> {
         let span = snap.time_span(*id).map_or("empty".to_string(), |(a, b)| {
             format!(
                 "{} .. {} ({:.3} s)",
-                influxql::encode::rfc3339(i128::from(a) * 1000),
-                influxql::encode::rfc3339(i128::from(b) * 1000),
+                influxql::rfc3339(i128::from(a) * 1000),
+                influxql::rfc3339(i128::from(b) * 1000),
                 b.saturating_sub(a) as f64 / 1e6
             )
         });

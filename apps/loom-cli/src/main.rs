@@ -90,9 +90,9 @@ fn main() -> anyhow::Result<()> {
                     match influxql::run(&reader.snapshot(), &statement, influxql::now_ns(), &limits)
                     {
                         Ok(results) => {
-                            influxql::encode::results(&results, influxql::encode::Epoch::Unit(1))
+                            influxql::encode_results(&results, influxql::Epoch::Unit(1))
                         }
-                        Err(e) => influxql::encode::error(&e.to_string()),
+                        Err(e) => influxql::encode_error(&e.to_string()),
                     }
                 }
                 (None, Some(url)) => remote(&url, token.as_deref(), &statement)?,

@@ -7,6 +7,7 @@
 //! next to this test's profile directory (`make test` builds every binary
 //! first; otherwise `cargo build [--release] -p loom-app`).
 
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use rocksdb_workload::{Destination, WorkloadConfig};
@@ -16,21 +17,21 @@ use testing::{num, LoomApp};
 fn live_p3_run_into_loom_app_arrives_whole_and_answers_queries() {
     let store = tempfile::tempdir().expect("store dir");
     let data = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("rocksdb dir");
-    let store_arg = store.path().display().to_string();
-    let app = LoomApp::loom_app([
-        "--query",
-        "rocksdb-p1,rocksdb-p2,rocksdb-p3",
-        "--query-at-end",
-        "--stop-after-connections",
-        "1",
-        "--machine-output",
-        "--timestamps",
-        "event",
-        "--report-interval-s",
-        "5",
-        "--loom-path",
-        &store_arg,
-    ]);
+    let app = LoomApp::builder()
+        .args([
+            "--query",
+            "rocksdb-p1,rocksdb-p2,rocksdb-p3",
+            "--query-at-end",
+            "--stop-after-connections",
+            "1",
+            "--machine-output",
+            "--timestamps",
+            "event",
+            "--report-interval-s",
+            "5",
+        ])
+        .store(store.path())
+        .start();
     let addr = app.tcp();
 
     let config = WorkloadConfig {
@@ -45,8 +46,8 @@ fn live_p3_run_into_loom_app_arrives_whole_and_answers_queries() {
         destination: Destination::Tcp(addr),
         ..WorkloadConfig::default()
     };
-    let summary =
-        rocksdb_workload::run(config, |_| {}, |_| {}).unwrap_or_else(|e| panic!("workload: {e}"));
+    let summary = rocksdb_workload::run(config, &AtomicBool::new(false), |_| {}, |_| {})
+        .unwrap_or_else(|e| panic!("workload: {e}"));
 
     let end = app.wait();
     let rest = &end.lines;

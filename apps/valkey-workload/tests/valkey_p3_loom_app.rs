@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use replay::tcp::{connect_with_retry, run, ReplayConfig};
+use replay::{connect_with_retry, run_paced as run, ReplayConfig};
 use telemetry::{KvOpKind, Packet, Record};
 use testing::LoomApp;
 use valkey_workload::{Destination, WorkloadConfig};
@@ -39,7 +39,7 @@ fn show(v: Option<u64>) -> String {
 /// (count, p99.99, slower than it) of `sorted` latencies.
 fn tail(sorted: &[u64]) -> (String, String, String) {
     // loom-app asks InfluxQL's percentile(): InfluxDB 1.x's rank rule.
-    let p = influxql::exec::influx_rank(sorted.len() as u64, 99.99).map(|r| sorted[r as usize - 1]);
+    let p = influxql::influx_rank(sorted.len() as u64, 99.99).map(|r| sorted[r as usize - 1]);
     let slower = p.map_or(0, |p| sorted.iter().filter(|&&d| d > p).count());
     (sorted.len().to_string(), show(p), slower.to_string())
 }
@@ -115,39 +115,33 @@ fn valkey_questions_match_brute_force_over_a_live_recording() {
     };
     let summary = valkey_workload::run(config, &AtomicBool::new(false), |_| {}, |_| {})
         .unwrap_or_else(|e| panic!("workload: {e}"));
-    assert_eq!(summary.dropped(), 0, "{summary:?}");
+    assert_eq!(summary.run.dropped(), 0, "{summary:?}");
     let (_, batches) = common::read_recording(&rec);
     let truth = stored(&batches);
-    assert_eq!(truth.total, summary.sent());
+    assert_eq!(truth.total, summary.run.sent());
 
-    let (window, store) = (
-        format!("{T0},{T1}"),
-        dir.path().join("store").display().to_string(),
-    );
+    let window = format!("{T0},{T1}");
     // Recorded times as they are, and no reorder stage: records that come
     // out of order are refused as late, as the brute force above models.
-    let app = LoomApp::loom_app([
-        "--timestamps",
-        "event",
-        "--event-offset-us",
-        "0",
-        "--reorder-window-ms",
-        "0",
-        "--query",
-        "valkey-p1,valkey-p2,valkey-p3",
-        "--query-at-end",
-        "--query-window-us",
-        &window,
-        "--stop-after-connections",
-        "1",
-        "--machine-output",
-        "--queue-capacity",
-        "1000000",
-        "--report-interval-s",
-        "5",
-        "--loom-path",
-        &store,
-    ]);
+    let app = LoomApp::builder()
+        .event_times()
+        .args([
+            "--reorder-window-ms",
+            "0",
+            "--query",
+            "valkey-p1,valkey-p2,valkey-p3",
+            "--query-at-end",
+            "--query-window-us",
+            &window,
+            "--stop-after-connections",
+            "1",
+            "--machine-output",
+            "--report-interval-s",
+            "5",
+        ])
+        .deep_queue()
+        .store(&dir.path().join("store"))
+        .start();
     let addr = app.tcp();
     let replay_cfg = ReplayConfig {
         file_path: rec.clone(),

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use influxql::encode::rfc3339;
+use influxql::rfc3339;
 use influxql::{Cell, Limits, SeriesResult};
 use loom::{Config, FieldDef, FieldType, FlushMode, IndexDef, Reader, SourceId, SourceSchema};
 use proptest::prelude::*;

@@ -64,7 +64,6 @@ pub fn wall_offset(rec: &Prepared, now_us: u64) -> u64 {
 
 /// Replays `cfg.file_path` through a resending sender that connects with
 /// `connect`; `offset` is called once with the event-time offset.
-#[allow(clippy::too_many_lines)] // Came in over the 100-line limit as it was enforced (issue 20 merge); split pending.
 pub fn run(
     cfg: &ReplayConfig,
     acked: &AckedConfig,
@@ -80,24 +79,20 @@ pub fn run(
     let offset = wall_offset(&rec, wire::sender::now_us());
     on_offset(offset);
     let stats = std::sync::Arc::new(ResendStats::default());
-    let hello = Hello {
-        sender_id: acked.sender_id,
-        flags: 0,
-        next_seq: 1,
-        token: acked.token.clone(),
-        host: wire::sender::hostname(),
-        agent: format!("tcp-replay {}", env!("CARGO_PKG_VERSION")),
-    };
-    let mut sender = ResendingSender::new(
-        connect,
-        hello,
-        ResendConfig {
-            max_unacked_bytes: acked.max_unacked_bytes,
-            ..ResendConfig::default()
+    let mut out = Paced {
+        cfg,
+        sender: open_sender(acked, connect, stats.clone()),
+        first_arrival: rec.first_arrival(),
+        offset,
+        start: Instant::now(),
+        tick: Progress {
+            second: 1,
+            batches: 0,
+            records: 0,
+            behind_ms: 0.0,
         },
-        stats.clone(),
-    );
-    let first_arrival = rec.first_arrival();
+        scratch: Vec::new(),
+    };
     let passes = if cfg.duration_s.is_some() {
         None
     } else {
@@ -107,15 +102,7 @@ pub fn run(
     let (tx, chunks) = crossbeam_channel::bounded::<Chunk>(8);
     let (give_back, recycled) = crossbeam_channel::bounded::<Vec<u8>>(10);
     let deadline = cfg.duration_s.map(|d| Duration::from_secs_f64(d.max(0.0)));
-    let mut tick = Progress {
-        second: 1,
-        batches: 0,
-        records: 0,
-        behind_ms: 0.0,
-    };
-    let start = Instant::now();
     let mut stopped = false;
-    let mut scratch = Vec::new();
     let sent: Result<(), ReplayError> = std::thread::scope(|scope| {
         let rec = &rec;
         scope.spawn(move || produce(rec, framing, passes, &tx, &recycled));
@@ -125,45 +112,11 @@ pub fn run(
                     stopped = true;
                     break;
                 }
-                if deadline.is_some_and(|d| start.elapsed() >= d) {
+                if deadline.is_some_and(|d| out.start.elapsed() >= d) {
                     break;
                 }
-                let mut behind_ms = 0.0;
-                if !cfg.no_wait {
-                    let due_us = chunk.arrival_us.saturating_sub(first_arrival) as f64 / cfg.speed;
-                    let due = Duration::from_secs_f64(due_us / 1e6);
-                    loop {
-                        let now = start.elapsed();
-                        if due <= now {
-                            behind_ms = (now - due).as_secs_f64() * 1e3;
-                            break;
-                        }
-                        // Acknowledgements are read while waiting.
-                        sender
-                            .pump((due - now).min(Duration::from_millis(20)))
-                            .map_err(|e| send_error(cfg, e))?;
-                        report(&mut tick, start, &mut progress);
-                    }
-                }
-                let mut at = 0;
-                while at < chunk.bytes.len() {
-                    let h = wire::parse_header(&chunk.bytes[at..], usize::MAX)
-                        .map_err(|e| send_error(cfg, e))?;
-                    let body = at + FRAME_HEADER_LEN;
-                    let end = body + h.payload_len as usize;
-                    scratch.clear();
-                    scratch.extend_from_slice(&chunk.bytes[body..end]);
-                    shift_all(&mut scratch, offset);
-                    sender
-                        .send(0, h.record_count, &scratch)
-                        .map_err(|e| send_error(cfg, e))?;
-                    at = end;
-                }
-                sender.flush();
-                tick.batches += chunk.frames;
-                tick.records += chunk.records;
-                tick.behind_ms = behind_ms;
-                report(&mut tick, start, &mut progress);
+                let behind_ms = out.wait_until_due(&chunk, &mut progress)?;
+                out.send(&chunk, behind_ms, &mut progress)?;
                 let _ = give_back.try_send(chunk.bytes);
             }
             Ok(())
@@ -172,13 +125,123 @@ pub fn run(
         r
     });
     sent?;
-    let all = sender
-        .finish(if stopped {
-            Duration::ZERO
-        } else {
+    let drain = if stopped {
+        Duration::ZERO
+    } else {
+        acked.drain_timeout
+    };
+    let all = out.sender.finish(drain).map_err(|e| send_error(cfg, e))?;
+    let summary = summarize(&out.sender, &stats, out.start, stopped);
+    if !all && !stopped {
+        log::warn!(
+            "{} frames were not acknowledged within {:?}",
+            summary.unacked_frames,
             acked.drain_timeout
-        })
-        .map_err(|e| send_error(cfg, e))?;
+        );
+    }
+    Ok(summary)
+}
+
+/// The resending sender, its HELLO asking for acknowledgements.
+fn open_sender(
+    acked: &AckedConfig,
+    connect: Connector,
+    stats: std::sync::Arc<ResendStats>,
+) -> ResendingSender {
+    let hello = Hello {
+        sender_id: acked.sender_id,
+        flags: 0,
+        next_seq: 1,
+        token: acked.token.clone(),
+        host: wire::sender::hostname(),
+        agent: format!("tcp-replay {}", env!("CARGO_PKG_VERSION")),
+    };
+    let config = ResendConfig {
+        max_unacked_bytes: acked.max_unacked_bytes,
+        ..ResendConfig::default()
+    };
+    ResendingSender::new(connect, hello, config, stats)
+}
+
+/// The sending side of a paced acknowledged replay.
+struct Paced<'a> {
+    cfg: &'a ReplayConfig,
+    sender: ResendingSender,
+    /// The recording's first arrival time: pacing counts from it.
+    first_arrival: u64,
+    /// Added to every record's time (see the module comment).
+    offset: u64,
+    start: Instant,
+    /// The progress of the current second.
+    tick: Progress,
+    scratch: Vec<u8>,
+}
+
+impl Paced<'_> {
+    /// Waits until `chunk` is due at the replay's speed (not with
+    /// `--no-wait`), reading acknowledgements meanwhile; returns how late
+    /// it is, ms.
+    fn wait_until_due(
+        &mut self,
+        chunk: &Chunk,
+        progress: &mut impl FnMut(&Progress),
+    ) -> Result<f64, ReplayError> {
+        if self.cfg.no_wait {
+            return Ok(0.0);
+        }
+        let due_us = chunk.arrival_us.saturating_sub(self.first_arrival) as f64 / self.cfg.speed;
+        let due = Duration::from_secs_f64(due_us / 1e6);
+        loop {
+            let now = self.start.elapsed();
+            if due <= now {
+                return Ok((now - due).as_secs_f64() * 1e3);
+            }
+            // Acknowledgements are read while waiting.
+            self.sender
+                .pump((due - now).min(Duration::from_millis(20)))
+                .map_err(|e| send_error(self.cfg, e))?;
+            report(&mut self.tick, self.start, progress);
+        }
+    }
+
+    /// Sends each version-1 frame of `chunk` as a version-2 data frame, its
+    /// records' times shifted by the offset.
+    fn send(
+        &mut self,
+        chunk: &Chunk,
+        behind_ms: f64,
+        progress: &mut impl FnMut(&Progress),
+    ) -> Result<(), ReplayError> {
+        let mut at = 0;
+        while at < chunk.bytes.len() {
+            let h = wire::parse_header(&chunk.bytes[at..], usize::MAX)
+                .map_err(|e| send_error(self.cfg, e))?;
+            let body = at + FRAME_HEADER_LEN;
+            let end = body + h.payload_len as usize;
+            self.scratch.clear();
+            self.scratch.extend_from_slice(&chunk.bytes[body..end]);
+            shift_all(&mut self.scratch, self.offset);
+            self.sender
+                .send(0, h.record_count, &self.scratch)
+                .map_err(|e| send_error(self.cfg, e))?;
+            at = end;
+        }
+        self.sender.flush();
+        self.tick.batches += chunk.frames;
+        self.tick.records += chunk.records;
+        self.tick.behind_ms = behind_ms;
+        report(&mut self.tick, self.start, progress);
+        Ok(())
+    }
+}
+
+/// The summary of a finished replay from the sender's counts.
+fn summarize(
+    sender: &ResendingSender,
+    stats: &ResendStats,
+    start: Instant,
+    stopped: bool,
+) -> AckedSummary {
     let elapsed_s = start.elapsed().as_secs_f64();
     let lat = sender.latencies_us();
     let pct = |p: f64| -> f64 {
@@ -189,7 +252,7 @@ pub fn run(
         lat[i] as f64 / 1e3
     };
     let get = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
-    let summary = AckedSummary {
+    AckedSummary {
         frames: get(&stats.frames_sent),
         records: get(&stats.records_sent),
         acked: get(&stats.records_acked),
@@ -199,15 +262,7 @@ pub fn run(
         elapsed_s,
         ack_latency_ms: (pct(0.5), pct(0.99), pct(1.0)),
         stopped,
-    };
-    if !all && !stopped {
-        log::warn!(
-            "{} frames were not acknowledged within {:?}",
-            summary.unacked_frames,
-            acked.drain_timeout
-        );
     }
-    Ok(summary)
 }
 
 fn send_error(cfg: &ReplayConfig, source: telemetry::WireError) -> ReplayError {

@@ -1,6 +1,6 @@
 //! The percentile rank rule of recordings' statistics (`data-stats`, the
 //! disorder report): nearest rank. (InfluxQL's `percentile()` follows
-//! InfluxDB 1.x's own rank, `influxql::exec::influx_rank`.)
+//! InfluxDB 1.x's own rank, `influxql::influx_rank`.)
 
 /// Nearest-rank percentile of sorted `values` for `q` in `[0, 1]`: the value
 /// at 1-based rank `ceil(q * n)` (rank at least 1). `None` when empty.

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use telemetry::{Batch, RecordingError, RecordingHeader, RecordingReader, SourceId};
 
-pub use crate::percentile::percentile_nearest_rank;
+use crate::percentile::percentile_nearest_rank;
 
 /// Statistics of one source.
 #[derive(Debug, Clone, PartialEq)]

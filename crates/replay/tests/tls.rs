@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use endpoint::{BufferPool, Counters, Frames, Message, ReceiveConfig, ServerTls};
-use replay::gen::{generate_file, GenConfig, Phase};
+use replay::{generate_file, GenConfig, Phase};
 use telemetry::RecordingReader;
 
 struct Msg;

@@ -18,7 +18,7 @@ const READY_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The listener flags of loom-app, each given `127.0.0.1:0` unless the
 /// test passes it.
-const LOOM_APP_LISTENERS: &[&str] = &["--addr", "--http", "--otlp-grpc", "--otlp-http"];
+pub(crate) const LOOM_APP_LISTENERS: &[&str] = &["--addr", "--http", "--otlp-grpc", "--otlp-http"];
 /// The listener flag of influx-app.
 const INFLUX_APP_LISTENERS: &[&str] = &["--addr"];
 
@@ -37,48 +37,8 @@ pub type LoomApp = App;
 /// influx-app under test.
 pub type InfluxApp = App;
 
+/// loom-app is started through [`App::builder`] (`crate::builder`).
 impl App {
-    /// Starts loom-app with `args`; panics when it exits before it listens.
-    pub fn loom_app<I, S>(args: I) -> App
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
-        App::start("loom-app", LOOM_APP_LISTENERS, args, |_| {}).unwrap_or_else(|f| {
-            panic!(
-                "loom-app exited before it listened:\n{}\n{}",
-                f.all(),
-                f.stderr
-            )
-        })
-    }
-
-    /// Starts loom-app with `args`, `customize` changing the command
-    /// first (environment, user); panics when it exits before it listens.
-    pub fn loom_app_with<I, S>(args: I, customize: impl FnOnce(&mut Command)) -> App
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
-        App::start("loom-app", LOOM_APP_LISTENERS, args, customize).unwrap_or_else(|f| {
-            panic!(
-                "loom-app exited before it listened:\n{}\n{}",
-                f.all(),
-                f.stderr
-            )
-        })
-    }
-
-    /// Starts loom-app with `args`; `Err` with its output when it exits
-    /// before it listens (a refused start).
-    pub fn try_loom_app<I, S>(args: I) -> Result<App, Finished>
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
-        App::start("loom-app", LOOM_APP_LISTENERS, args, |_| {})
-    }
-
     /// Starts influx-app with `args`; panics when it exits before it listens.
     pub fn influx_app<I, S>(args: I) -> App
     where

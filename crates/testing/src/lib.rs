@@ -8,13 +8,15 @@
 //!   listener is bound ([`Ready`]): tests pass port 0 everywhere and never
 //!   scrape ports from human-facing output.
 //! - [`apps`]: loom-app and influx-app started that way ([`LoomApp`],
-//!   [`InfluxApp`]).
+//!   [`InfluxApp`]); [`builder`]: a loom-app described by named settings
+//!   (`LoomApp::builder().tcp_only().store(dir).start()`).
 //! - [`influxd`]: a real InfluxDB 1.x server on a free loopback port.
 //! - [`fields`]: the machine-readable lines (`ANSWER`, `STATS`, `Final`),
 //!   parsed once.
 
 pub mod apps;
 pub mod bin;
+pub mod builder;
 pub mod fields;
 pub mod influxd;
 pub mod process;
@@ -22,6 +24,7 @@ pub mod ready;
 
 pub use apps::{App, InfluxApp, LoomApp};
 pub use bin::binary;
+pub use builder::Builder;
 pub use fields::{fields, line_fields, num, Fields};
 pub use influxd::Influxd;
 pub use process::{Finished, Process};

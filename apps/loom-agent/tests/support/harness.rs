@@ -83,21 +83,13 @@ impl App {
     /// A loom-app on the store `store` listening on `addr` (a restart
     /// keeps both).
     pub fn start_on(store: &std::path::Path, addr: &str, extra: &[&str]) -> App {
-        let store = store.display().to_string();
-        let mut args = vec![
-            "--addr",
-            addr,
-            "--otlp-grpc",
-            "off",
-            "--otlp-http",
-            "off",
-            "--report-interval-s",
-            "60",
-            "--loom-path",
-            &store,
-        ];
-        args.extend_from_slice(extra);
-        let app = testing::LoomApp::loom_app(args);
+        let app = testing::LoomApp::builder()
+            .addr(addr)
+            .no_otlp()
+            .args(["--report-interval-s", "60"])
+            .store(store)
+            .args(extra.iter().copied())
+            .start();
         App {
             addr: app.tcp(),
             http: app.http(),

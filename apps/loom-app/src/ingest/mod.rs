@@ -29,12 +29,11 @@ use crate::sources::schema_of;
 
 mod acks;
 mod frames;
-mod source;
 #[cfg(test)]
 mod tests;
 
+use crate::source_state::{Source, Tally};
 use acks::AckTracker;
-pub use source::{Source, Tally};
 
 /// Which timestamp records are stored under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

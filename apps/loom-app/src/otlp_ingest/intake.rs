@@ -19,7 +19,6 @@ use endpoint::{DurableMark, NotDurable};
 use otlp::{Context, Converted, Registry};
 
 use crate::counters::Counters;
-use crate::ingest::epoch_us;
 use crate::receive::{Msg, Taken};
 
 /// How long a throttled client is asked to wait, seconds (HTTP
@@ -144,7 +143,7 @@ impl Intake {
         Context {
             registry: &self.registry,
             config: &self.config,
-            arrival_us: epoch_us(),
+            arrival_us: endpoint::epoch_us(),
         }
     }
 

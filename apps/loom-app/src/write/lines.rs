@@ -291,7 +291,7 @@ fn point(p: &ParsedLine, rules: &Rules, b: &mut RecordBuilder, out: &mut Batch) 
             rules.max_record_bytes
         ));
     }
-    let make = || otlp::model::schema(measurement, &tags, &layout, false);
+    let make = || otlp::schema(measurement, &tags, &layout, false);
     match rules.registry.admit(measurement, &tags, &layout, make) {
         Ok(source) => out.records.push(Shaped {
             source,

@@ -29,14 +29,12 @@ impl App {
     /// port, plus `extra` flags (persisting every 200 ms unless they say
     /// otherwise); waits until it listens.
     pub fn start(store: &Path, extra: &[&str]) -> App {
-        let store = store.display().to_string();
         let mut args = vec!["--query", "probe-effect", "--report-interval-s", "1"];
         if !extra.contains(&"--persist-interval-ms") {
             args.extend(["--persist-interval-ms", "200"]);
         }
         args.extend_from_slice(extra);
-        args.extend(["--loom-path", &store]);
-        let app = LoomApp::loom_app(args);
+        let app = LoomApp::builder().args(args).store(store).start();
         App {
             grpc: app.otlp_grpc(),
             http: app.otlp_http(),

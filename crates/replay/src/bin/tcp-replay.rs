@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use clap::Parser;
 use endpoint::{ClientStream, ClientTls};
-use replay::acked::AckedConfig;
-use replay::tcp::{connect_with_retry, run, EndReason, ReplayConfig};
+use replay::AckedConfig;
+use replay::{connect_with_retry, run_paced as run, EndReason, ReplayConfig};
 use telemetry::wire::resend::{Connector, Link};
 
 #[derive(Parser)]
@@ -82,7 +82,7 @@ fn random_id() -> u64 {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
-    replay::rng::SplitMix64::new(t ^ u64::from(std::process::id()) << 32).next_u64()
+    replay::SplitMix64::new(t ^ u64::from(std::process::id()) << 32).next_u64()
 }
 
 /// `--acked`: replays through the resending sender; the exit code.
@@ -111,7 +111,7 @@ fn run_acked(
         cfg.addr,
         acked.sender_id
     );
-    let r = replay::acked::run(
+    let r = replay::run_acked(
         cfg,
         acked,
         connect,
@@ -169,7 +169,6 @@ fn secure(tls: &Option<(ClientTls, String)>, tcp: TcpStream) -> Result<ClientStr
     Ok(s.into())
 }
 
-#[allow(clippy::too_many_lines)] // Over the 100-line limit from before it was enforced; split pending (issue 20 report).
 fn main() {
     let cli = Cli::parse();
     if !(cli.speed > 0.0 && cli.speed.is_finite()) {
@@ -180,25 +179,10 @@ fn main() {
         std::process::exit(2);
     }
     // The CA file is read before connecting, so a bad one fails at once.
-    let tls = match &cli.tls_ca {
-        None => None,
-        Some(ca) => match ClientTls::from_ca_file(ca) {
-            Ok(t) => {
-                let name = cli
-                    .tls_server_name
-                    .clone()
-                    .unwrap_or_else(|| host_of(&cli.addr).to_string());
-                Some((t, name))
-            }
-            Err(e) => {
-                eprintln!("error: {e}");
-                std::process::exit(1);
-            }
-        },
-    };
+    let tls = client_tls(&cli);
     let cfg = ReplayConfig {
-        file_path: cli.file_path,
-        addr: cli.addr,
+        file_path: cli.file_path.clone(),
+        addr: cli.addr.clone(),
         duration_s: cli.duration_s,
         speed: cli.speed,
         no_wait: cli.no_wait,
@@ -209,10 +193,7 @@ fn main() {
             let h = r.header();
             println!("recording {}: {h}", cfg.file_path.display());
         }
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::exit(1);
-        }
+        Err(e) => fail(e),
     }
     let stop = Arc::new(AtomicBool::new(false));
     {
@@ -220,23 +201,51 @@ fn main() {
         let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
     }
     if cli.acked {
-        let acked = AckedConfig {
-            sender_id: cli.sender_id.unwrap_or_else(random_id),
-            token: match &cli.token_file {
-                None => String::new(),
-                Some(f) => match std::fs::read_to_string(f) {
-                    Ok(t) => t.trim().to_string(),
-                    Err(e) => {
-                        eprintln!("error: reading --token-file {}: {e}", f.display());
-                        std::process::exit(1);
-                    }
-                },
-            },
-            max_unacked_bytes: cli.max_unacked_mb << 20,
-            drain_timeout: std::time::Duration::from_secs_f64(cli.drain_timeout_s.max(0.0)),
-        };
-        std::process::exit(run_acked(&cfg, &acked, tls, &stop));
+        std::process::exit(run_acked(&cfg, &acked_config(&cli), tls, &stop));
     }
+    run_paced(&cfg, &tls, &stop);
+}
+
+/// Prints the error and exits with status 1.
+fn fail(e: impl std::fmt::Display) -> ! {
+    eprintln!("error: {e}");
+    std::process::exit(1);
+}
+
+/// The TLS client of --tls-ca, with the server name to check.
+fn client_tls(cli: &Cli) -> Option<(ClientTls, String)> {
+    let ca = cli.tls_ca.as_ref()?;
+    match ClientTls::from_ca_file(ca) {
+        Ok(t) => {
+            let name = cli
+                .tls_server_name
+                .clone()
+                .unwrap_or_else(|| host_of(&cli.addr).to_string());
+            Some((t, name))
+        }
+        Err(e) => fail(e),
+    }
+}
+
+/// The --acked settings from the flags (the token read from --token-file).
+fn acked_config(cli: &Cli) -> AckedConfig {
+    AckedConfig {
+        sender_id: cli.sender_id.unwrap_or_else(random_id),
+        token: match &cli.token_file {
+            None => String::new(),
+            Some(f) => match std::fs::read_to_string(f) {
+                Ok(t) => t.trim().to_string(),
+                Err(e) => fail(format!("reading --token-file {}: {e}", f.display())),
+            },
+        },
+        max_unacked_bytes: cli.max_unacked_mb << 20,
+        drain_timeout: std::time::Duration::from_secs_f64(cli.drain_timeout_s.max(0.0)),
+    }
+}
+
+/// The plain paced replay: waits for the endpoint, sends, prints the
+/// per-second lines and the `Replay done` line.
+fn run_paced(cfg: &ReplayConfig, tls: &Option<(ClientTls, String)>, stop: &AtomicBool) {
     let mut last_warning: Option<std::time::Instant> = None;
     let stream = match connect_with_retry(&cfg.addr, cfg.connect_timeout_s, |e| {
         if last_warning.is_none_or(|t| t.elapsed().as_secs() >= 5) {
@@ -248,18 +257,9 @@ fn main() {
         }
     }) {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::exit(1);
-        }
+        Err(e) => fail(e),
     };
-    let stream = match secure(&tls, stream) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::exit(1);
-        }
-    };
+    let stream = secure(tls, stream).unwrap_or_else(|e| fail(e));
     println!(
         "connected to {}{}; replaying {} at speed {}{}",
         cfg.addr,
@@ -269,7 +269,7 @@ fn main() {
         if cfg.no_wait { " (no wait)" } else { "" }
     );
     let result = run(
-        &cfg,
+        cfg,
         stream,
         |p| {
             println!(
@@ -279,30 +279,23 @@ fn main() {
         },
         || stop.load(Ordering::Relaxed),
     );
-    match result {
-        Ok(s) => {
-            let why = match s.reason {
-                EndReason::Finished => "recording sent",
-                EndReason::EndpointClosed => "endpoint closed the connection",
-                EndReason::Stopped => "stopped by signal",
-            };
-            println!(
-                "Replay done ({why}): {} batches, {} records in {:.2} s ({:.0} records/s), {} loops, max behind {:.1} ms, {} bytes sent ({:.1} MB/s)",
-                s.batches,
-                s.records,
-                s.elapsed_s,
-                s.records as f64 / s.elapsed_s.max(1e-9),
-                s.loops,
-                s.max_behind_ms,
-                s.bytes,
-                s.bytes as f64 / 1e6 / s.elapsed_s.max(1e-9)
-            );
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::exit(1);
-        }
-    }
+    let s = result.unwrap_or_else(|e| fail(e));
+    let why = match s.reason {
+        EndReason::Finished => "recording sent",
+        EndReason::EndpointClosed => "endpoint closed the connection",
+        EndReason::Stopped => "stopped by signal",
+    };
+    println!(
+        "Replay done ({why}): {} batches, {} records in {:.2} s ({:.0} records/s), {} loops, max behind {:.1} ms, {} bytes sent ({:.1} MB/s)",
+        s.batches,
+        s.records,
+        s.elapsed_s,
+        s.records as f64 / s.elapsed_s.max(1e-9),
+        s.loops,
+        s.max_behind_ms,
+        s.bytes,
+        s.bytes as f64 / 1e6 / s.elapsed_s.max(1e-9)
+    );
 }
 
 #[cfg(test)]

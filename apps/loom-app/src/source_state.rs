@@ -1,5 +1,7 @@
 //! What the ingest thread keeps of a declared source, and the tally of
-//! what became of a message's records.
+//! what became of a message's records. Both ingest paths use them: the
+//! telemetry stream (`ingest`) and OTLP (`otlp_ingest`'s stage, which the
+//! ingest thread drives), so they sit apart from both.
 
 use loom::{SourceHandle, Writer};
 

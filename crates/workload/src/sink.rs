@@ -112,7 +112,7 @@ impl TaggedSink {
             next_seq: 1,
             token,
             host: sender::hostname(),
-            agent: format!("{} (workload-pipeline)", sender::own_comm()),
+            agent: format!("{} (workload)", sender::own_comm()),
         };
         sender::handshake(&mut stream, &hello)?;
         let comm = sender::own_comm();
@@ -203,7 +203,7 @@ impl AckedSink {
             next_seq: 1,
             token: std::env::var("LOOM_AUTH_TOKEN").unwrap_or_default(),
             host: sender::hostname(),
-            agent: format!("{} (workload-pipeline, acked)", sender::own_comm()),
+            agent: format!("{} (workload, acked)", sender::own_comm()),
         };
         let stats = Arc::new(ResendStats::default());
         let mut s = ResendingSender::new(connect, hello, ResendConfig::default(), stats.clone());

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use endpoint::{AckBook, BufferPool, Frames, Message, ReceiveConfig};
 use telemetry::{Batch, KvOp, KvOpKind, Record, RecordingHeader};
-use workload_pipeline::{open_sink, Destination};
+use workload::{open_sink, Destination};
 
 enum Msg {
     Frames(Frames),

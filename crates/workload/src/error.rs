@@ -1,4 +1,4 @@
-//! The telemetry path's error type.
+//! The errors of the telemetry path and of the shared run.
 
 use thiserror::Error;
 
@@ -27,4 +27,28 @@ impl PipelineError {
         let context = context.into();
         move |source| PipelineError::Io { context, source }
     }
+}
+
+/// Why the shared part of a run ([`crate::run`]) failed; each workload's
+/// error wraps it (`From<RunError>`).
+#[derive(Debug, Error)]
+pub enum RunError {
+    /// A thread could not be started.
+    #[error("spawning the {what} thread: {source}")]
+    Spawn {
+        /// Which thread.
+        what: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The eBPF probes could not be loaded (the message names the fix).
+    #[error("probes: {0}")]
+    Probes(#[from] probes::ProbeError),
+    /// Delivering telemetry to the destination failed.
+    #[error(transparent)]
+    Telemetry(#[from] PipelineError),
+    /// A thread of the workload panicked.
+    #[error("the {0} thread panicked")]
+    ThreadPanicked(&'static str),
 }
