@@ -15,7 +15,8 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use telemetry::{Batch, FrameReader, WireError};
+use telemetry::wire::FrameReader;
+use telemetry::{Batch, WireError};
 use thiserror::Error;
 
 /// Buffer in front of the output file.
