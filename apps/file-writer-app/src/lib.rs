@@ -15,8 +15,8 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use telemetry::wire::{encode_control, FrameType, Hello, Incoming, Welcome};
-use telemetry::{FrameReader, WireError};
+use telemetry::wire::{encode_control, FrameReader, FrameType, Hello, Incoming, Welcome};
+use telemetry::WireError;
 use thiserror::Error;
 
 /// Buffer in front of the output file.

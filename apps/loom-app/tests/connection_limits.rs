@@ -31,7 +31,8 @@ use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
 use replay::{connect_with_retry, run_paced as run, ReplayConfig};
 use replay::{generate_file, GenConfig, Phase};
 use support::{post, query, scalar, App};
-use telemetry::{FrameWriter, RecordingReader};
+use telemetry::wire::FrameWriter;
+use telemetry::RecordingReader;
 
 /// `--max-connections` in these tests.
 const LIMIT: usize = 32;

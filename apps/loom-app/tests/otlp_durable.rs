@@ -40,14 +40,6 @@ fn now_ns() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
-/// xorshift64*: the kill points.
-fn next(seed: &mut u64) -> u64 {
-    *seed ^= *seed >> 12;
-    *seed ^= *seed << 25;
-    *seed ^= *seed >> 27;
-    seed.wrapping_mul(0x2545_f491_4f6c_dd1d)
-}
-
 /// Every span of `service` stored: index → stored times (µs).
 fn stored(influx: &str, service: &str) -> BTreeMap<u64, Vec<u64>> {
     let q = format!("SELECT \"attributes\" FROM span WHERE service = '{service}'");
@@ -190,12 +182,13 @@ fn acknowledged_spans_survive_sigkill() {
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| now_ns() | 1);
     println!("seed {seed} (LOOM_TEST_SEED={seed} repeats these kill points)");
-    let mut rng = seed;
+    // The kill points, from the workspace's one seeded RNG.
+    let mut rng = replay::SplitMix64::new(seed);
     let exports = SPANS.div_ceil(BATCH) as u64;
     for transport in ["grpc", "http"] {
         sigkill_run(&py, transport, None, seed);
         for k in 0..2 {
-            let at = 1 + next(&mut rng) % (exports - 1);
+            let at = 1 + rng.below(exports - 1);
             println!("{transport}: kill after acknowledged export {at}");
             sigkill_run(&py, transport, Some(at as usize), seed ^ (k + 1));
         }

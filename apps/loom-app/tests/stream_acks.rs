@@ -13,8 +13,9 @@ use std::net::TcpStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use telemetry::wire::FrameReader;
 use telemetry::wire::{self, control, sender, FrameType, Hello, Incoming};
-use telemetry::{Batch, FrameReader, Record, RunQueue};
+use telemetry::{Batch, Record, RunQueue};
 
 struct App {
     app: testing::LoomApp,

@@ -12,7 +12,8 @@ use std::time::Duration;
 use endpoint::ClientTls;
 use replay::{connect_with_retry, run_paced as run, ReplayConfig};
 use replay::{generate_file, GenConfig, Phase};
-use telemetry::{FrameWriter, RecordingReader};
+use telemetry::wire::FrameWriter;
+use telemetry::RecordingReader;
 use testing::LoomApp;
 
 /// A CA and a certificate it signed for `localhost` and 127.0.0.1, as PEM

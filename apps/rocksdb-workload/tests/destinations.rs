@@ -7,8 +7,9 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use rocksdb_workload::{Destination, WorkloadConfig};
+use telemetry::wire::FrameReader;
 use telemetry::wire::{self, FrameType, Hello, Incoming, Welcome};
-use telemetry::{Batch, FrameReader, Record, RecordingReader};
+use telemetry::{Batch, Record, RecordingReader};
 
 fn small(dir: &std::path::Path, destination: Destination) -> WorkloadConfig {
     WorkloadConfig {

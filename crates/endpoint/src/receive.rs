@@ -1,7 +1,7 @@
 //! Listener and per-connection receiving threads.
 //!
 //! Each connection gets one thread that reads frames with
-//! [`telemetry::FrameReader`] into a pooled buffer, checked but not decoded.
+//! [`telemetry::wire::FrameReader`] into a pooled buffer, checked but not decoded.
 //! Frames whose bytes are already buffered join the same group (up to
 //! [`ReceiveConfig::group_bytes`]); as soon as the next frame would need a
 //! read that can wait for the peer, the group is stamped with its arrival
@@ -34,8 +34,8 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Sender, TrySendError};
 use loom::{Admission, ConnectionGate};
+use telemetry::wire::FrameReader;
 use telemetry::wire::{self, control, FrameType, Hello, Incoming, SeriesTags, Welcome};
-use telemetry::FrameReader;
 
 use crate::acks::{AckBook, TcpBacked, Ticking};
 use crate::counters::Counters;

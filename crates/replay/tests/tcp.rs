@@ -6,7 +6,8 @@ use std::path::Path;
 
 use replay::{connect_with_retry, run_paced as run, EndReason, ReplayConfig, ReplayError};
 use replay::{generate_file, GenConfig, Phase};
-use telemetry::{Batch, FrameReader};
+use telemetry::wire::FrameReader;
+use telemetry::Batch;
 
 fn recording(dir: &Path) -> std::path::PathBuf {
     let p = dir.join("rec");

@@ -54,4 +54,3 @@ pub use recording::{
     RecordingHeader, RecordingReader, RecordingWriter, BATCH_MAGIC, RECORDING_MAGIC,
 };
 pub use source::SourceId;
-pub use wire::{FrameReader, FrameWriter};

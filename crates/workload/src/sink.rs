@@ -8,8 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use telemetry::wire::resend::{Connector, Link, ResendConfig, ResendStats, ResendingSender};
+use telemetry::wire::FrameWriter;
 use telemetry::wire::{self, sender, FrameType, Hello, SeriesTags};
-use telemetry::{Batch, FrameWriter, RecordingHeader, RecordingWriter};
+use telemetry::{Batch, RecordingHeader, RecordingWriter};
 
 use crate::{Destination, PipelineError};
 
