@@ -270,6 +270,7 @@ fn line_protocol_reads_back_as_influxd_stores_it() {
         "partial write: field type conflict: input field \"v\" on measurement \"conflict\" is type integer, already exists as type float dropped=1"
     );
     assert_eq!(answers[1], answers[0], "loom-app's type conflict");
+    not_utf8_lines(&iurl, &loom);
     // gzip bodies.
     let gz = gzip(b"gz,h=a v=1i,s=\"zipped\" 1700000000000000000\ngz,h=a v=2i,s=\"again\" 1700000000001000000\n");
     for url in [&iurl, &loom] {
@@ -308,6 +309,53 @@ fn line_protocol_reads_back_as_influxd_stores_it() {
             std::thread::sleep(Duration::from_millis(200));
         }
     }
+}
+
+/// A body whose lines are good but two, which hold bytes that are not
+/// UTF-8 (in a tag value, in a string field): influxd 1.6.7 stores all five
+/// lines with the raw bytes (its JSON shows U+FFFD) and answers 204;
+/// loom-app, whose names and strings are UTF-8 text, refuses those two
+/// lines alone with InfluxDB's parse-error shape and keeps the three good
+/// ones, which read back as influxd's.
+fn not_utf8_lines(iurl: &str, loom: &str) {
+    let body: &[u8] = b"utf,host=a v=1i 1700000000\n\
+        utf,host=b\xff v=2i 1700000001\n\
+        utf,host=c v=3i,s=\"x\xfey\" 1700000002\n\
+        utf,host=d v=4i 1700000003\n\
+        utf,host=e v=5i 1700000004\n";
+    let (status, text) = write(iurl, "db=lp&precision=s", body, &[]);
+    assert_eq!(status, 204, "influxd: {text}");
+    let (status, text) = write(loom, "db=lp&precision=s", body, &[]);
+    assert_eq!(status, 400, "loom-app: {text}");
+    let e = error_text(&text);
+    assert!(
+        e.starts_with(
+            "partial write: unable to parse 'utf,host=b\u{fffd} v=2i 1700000001': invalid UTF-8"
+        ) && e.contains(
+            "unable to parse 'utf,host=c v=3i,s=\"x\u{fffd}y\" 1700000002': invalid UTF-8"
+        ) && e.ends_with(" dropped=0"),
+        "loom-app: {e}"
+    );
+    let q = "SELECT v FROM utf WHERE host = 'a' OR host = 'd' OR host = 'e' GROUP BY host";
+    let want = query(iurl, q);
+    assert_eq!(
+        want[0]["series"].as_array().map(Vec::len),
+        Some(3),
+        "{want}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !same(&query(loom, q), &want) {
+        assert!(
+            Instant::now() < deadline,
+            "{q}\ninfluxd:  {want}\nloom-app: {}",
+            query(loom, q)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // influxd kept the two lines Loom refused; Loom stored nothing of them.
+    let all = "SELECT count(v) FROM utf";
+    assert_eq!(query(iurl, all)[0]["series"][0]["values"][0][1], 5);
+    assert_eq!(query(loom, all)[0]["series"][0]["values"][0][1], 3);
 }
 
 /// Loom's own rules, on loom-app alone: booleans and sub-µs times refused

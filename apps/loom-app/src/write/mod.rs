@@ -71,8 +71,10 @@ impl LineSink {
         Response::error(status, message)
     }
 
-    /// The body as text: gunzipped when it says so, bounded, UTF-8.
-    fn text(&self, req: &WriteRequest) -> Result<String, Response> {
+    /// The body's bytes: gunzipped when it says so, bounded. Lines are
+    /// decoded one by one ([`lines::convert`]): one line that is not UTF-8
+    /// is refused alone.
+    fn body(&self, req: &WriteRequest) -> Result<Vec<u8>, Response> {
         let raw = match req.header("content-encoding").map(str::trim) {
             None | Some("" | "identity") => req.body.clone(),
             Some(e) if e.eq_ignore_ascii_case("gzip") => {
@@ -100,15 +102,7 @@ impl LineSink {
                 ))
             }
         };
-        String::from_utf8(raw).map_err(|e| {
-            self.refused(
-                400,
-                &format!(
-                    "body is not UTF-8 (invalid byte at offset {})",
-                    e.utf8_error().valid_up_to()
-                ),
-            )
-        })
+        Ok(raw)
     }
 
     async fn answer(&self, req: WriteRequest) -> Response {
@@ -123,7 +117,7 @@ impl LineSink {
         if let Some(o) = self.intake.busy() {
             return throttled(&o);
         }
-        let body = match self.text(&req) {
+        let body = match self.body(&req) {
             Ok(b) => b,
             Err(r) => return r,
         };
