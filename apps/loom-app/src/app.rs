@@ -111,6 +111,7 @@ impl App {
             intake,
             cli.http_max_write_bytes,
             writer.max_record_size(),
+            counters.write.clone(),
         ));
         let http_server = http::start(
             &cli,

@@ -369,7 +369,10 @@ fn loom_rules_for_points_it_cannot_store_as_sent() {
     let token = dir.path().join("token");
     std::fs::write(&token, "s3cret\n").expect("token");
     let t = token.to_string_lossy().to_string();
-    let (_app, url) = start_loom(&dir.path().join("store"), &["--auth-token-file", &t]);
+    let (app, url) = start_loom(
+        &dir.path().join("store"),
+        &["--auth-token-file", &t, "--machine-output"],
+    );
     let auth = "Authorization: Token s3cret";
 
     assert_eq!(
@@ -465,4 +468,38 @@ fn loom_rules_for_points_it_cannot_store_as_sent() {
         assert!(Instant::now() < deadline, "flags {flags}, late {late}");
         std::thread::sleep(Duration::from_millis(200));
     }
+    counted_on_stats_and_final_lines(app, &url, auth);
+}
+
+/// `/write`'s counters on loom-app's `STATS` and `Final /write` lines, after
+/// the writes of [`loom_rules_for_points_it_cannot_store_as_sent`] and a
+/// field type conflict and a bad line beside a good one: 6 points stored;
+/// 4 refused (a boolean and a sub-µs time: not storable as sent; a late
+/// point; a type conflict); 1 line unable to parse.
+fn counted_on_stats_and_final_lines(app: testing::App, url: &str, auth: &str) {
+    let (status, text) = write(url, "db=lp", b"m v=2i 4000", &[auth]);
+    assert!(
+        status == 400 && text.contains("field type conflict"),
+        "{text}"
+    );
+    let (status, text) = write(url, "db=lp", b"m v=3 5000\nnot lp", &[auth]);
+    assert!(status == 400 && text.contains("unable to parse"), "{text}");
+    let end = app.stop();
+    let stats = end.line("STATS ").expect("a STATS line");
+    for want in [
+        "write_points_stored=6 ",
+        "write_points_refused=4 ",
+        "write_refused_conflict=1 ",
+        "write_refused_series_limit=0 ",
+        "write_refused_unstorable=2 ",
+        "write_refused_late=1 ",
+        "write_bad_lines=1",
+    ] {
+        assert!(stats.contains(want), "{want} in {stats}");
+    }
+    let fin = end.line("Final /write:").expect("a Final /write line");
+    assert!(
+        fin.contains("points stored 6, refused 4 (field conflict 1, series limit 0, not storable as sent 2, late 1, not stored 0)"),
+        "{fin}"
+    );
 }

@@ -88,12 +88,51 @@ pub struct Batch {
     pub bad_lines: u64,
     /// Points parsed but refused (type conflict, series limit, …).
     pub dropped: u64,
+    /// Of `dropped`: per [`Reason`], indexed by `Reason as usize`.
+    pub dropped_by: [u64; Reason::COUNT],
     /// Why, the first few distinct reasons.
     pub reasons: Vec<String>,
 }
 
+/// Why a parsed point was refused, as `/write`'s counters group them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// Its fields do not fit its measurement's (type or field set conflict).
+    Conflict,
+    /// Its series would pass the one series limit (`--max-series`).
+    SeriesLimit,
+    /// Loom cannot store it as sent (boolean, time not whole µs or before
+    /// 1970, reserved or clashing names, too large, …).
+    Unstorable,
+}
+
+impl Reason {
+    /// How many reasons there are.
+    pub const COUNT: usize = 3;
+}
+
+/// A refused point: why, in words and as a [`Reason`].
+#[derive(Debug)]
+pub struct Refused {
+    /// The group it is counted in.
+    pub reason: Reason,
+    /// The text quoted in the partial-write answer.
+    pub text: String,
+}
+
+impl From<String> for Refused {
+    fn from(text: String) -> Self {
+        Refused {
+            reason: Reason::Unstorable,
+            text,
+        }
+    }
+}
+
 impl Batch {
-    fn refuse(&mut self, why: String) {
+    fn refuse(&mut self, r: Refused) {
+        self.dropped_by[r.reason as usize] += 1;
+        let why = r.text;
         self.dropped += 1;
         if self.reasons.len() < MAX_REASONS && !self.reasons.contains(&why) {
             self.reasons.push(why);
@@ -353,7 +392,7 @@ fn field_layout<'a>(
 
 /// One parsed point as a record of its series (declared on first use), or
 /// why it is refused.
-fn point(p: &ParsedLine, rules: &Rules, b: &mut RecordBuilder) -> Result<Shaped, String> {
+fn point(p: &ParsedLine, rules: &Rules, b: &mut RecordBuilder) -> Result<Shaped, Refused> {
     let (measurement, tags) = series_key(p)?;
     let (fields, layout) = field_layout(p, measurement, &tags)?;
     let time_us = time_us(p, rules)?;
@@ -368,11 +407,11 @@ fn point(p: &ParsedLine, rules: &Rules, b: &mut RecordBuilder) -> Result<Shaped,
         }
     }
     if b.len() > rules.max_record_bytes {
-        return Err(format!(
+        return Err(Refused::from(format!(
             "a point of measurement {measurement:?} takes {} bytes, over the store's limit of {} bytes",
             b.len(),
             rules.max_record_bytes
-        ));
+        )));
     }
     let make = || otlp::model::schema(measurement, &tags, &layout, false);
     match rules.registry.admit(measurement, &tags, &layout, make) {
@@ -383,9 +422,16 @@ fn point(p: &ParsedLine, rules: &Rules, b: &mut RecordBuilder) -> Result<Shaped,
         }),
         Err(Refusal::Layout(_)) => {
             let known = rules.registry.layout(measurement).unwrap_or_default();
-            Err(layout_conflict(measurement, &known, &layout))
+            Err(Refused {
+                reason: Reason::Conflict,
+                text: layout_conflict(measurement, &known, &layout),
+            })
         }
-        Err(r) => Err(r.to_string()),
+        Err(r @ Refusal::Cardinality { .. }) => Err(Refused {
+            reason: Reason::SeriesLimit,
+            text: r.to_string(),
+        }),
+        Err(r) => Err(r.to_string().into()),
     }
 }
 
@@ -455,6 +501,11 @@ mod tests {
         assert_eq!(out.bad_lines, 1);
         assert!(out.parse_errors[0].starts_with("unable to parse 'not line protocol': "));
         assert_eq!(out.dropped, 4);
+        assert_eq!(
+            out.dropped_by,
+            [2, 0, 2],
+            "conflicts, series limit, unstorable"
+        );
         assert!(out.reasons[0].contains(
             "field type conflict: input field \"value\" on measurement \"cpu\" is type integer, already exists as type float"
         ));
@@ -539,6 +590,7 @@ mod tests {
         );
         assert_eq!(out.records.len(), 2);
         assert_eq!(out.dropped, 1);
+        assert_eq!(out.dropped_by[Reason::SeriesLimit as usize], 1);
         assert!(out.reasons[0].contains("series limit"), "{:?}", out.reasons);
     }
 }
