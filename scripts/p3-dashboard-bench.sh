@@ -24,7 +24,8 @@
 # records received and dropped are printed: the hour's panels are only
 # meaningful with 0 dropped.
 #
-# Environment: BIN (release dir), TMP_DATA_DIR, RECORDING (recordings/rocksdb-p3),
+# Environment: REUSE_HOUR (1: time the panels on the hour's store a previous
+# run left, without replaying it again), BIN (release dir), TMP_DATA_DIR, RECORDING (recordings/rocksdb-p3),
 # PHASES ("both hour"), BOTH_LOOPS (3), HOUR_LOOPS (0 = as many as make an
 # hour of the recording), HOUR_SPEED (6),
 # BOTH_INTERVAL (1s), HOUR_INTERVAL (5s), REPEAT (5), HTTP, TCP, INFLUX_HTTP,
@@ -86,11 +87,12 @@ count() {
   q "$1" "SELECT count(\"$3\") FROM \"$2\"" |
     python3 -c 'import json,sys; r=json.load(sys.stdin)["results"][0]; print(r["series"][0]["values"][0][1] if "series" in r else 0)'
 }
-# span URL: "T0 T1", the data's first and last time in ns.
+# span URL: "T0 T1", the data's first and last time in ns (of the page
+# cache events: the smallest measurement, so this stays fast on an hour).
 span() {
   local a b
-  a=$(q "$1" 'SELECT first("duration_us") FROM "kv"' | python3 -c 'import json,sys; print(json.load(sys.stdin)["results"][0]["series"][0]["values"][0][0])')
-  b=$(q "$1" 'SELECT last("duration_us") FROM "kv"' | python3 -c 'import json,sys; print(json.load(sys.stdin)["results"][0]["series"][0]["values"][0][0])')
+  a=$(q "$1" 'SELECT first("pfn") FROM "pagecache"' | python3 -c 'import json,sys; print(json.load(sys.stdin)["results"][0]["series"][0]["values"][0][0])')
+  b=$(q "$1" 'SELECT last("pfn") FROM "pagecache"' | python3 -c 'import json,sys; print(json.load(sys.stdin)["results"][0]["series"][0]["values"][0][0])')
   echo "$a $b"
 }
 
@@ -153,9 +155,10 @@ PY
   done < <(panels "$t0" "$t1" "$iv")
 }
 
-# start_loom STORE LOG
+# start_loom STORE LOG: a fresh store (REUSE_HOUR=1 for the hour: the one
+# a previous run left, as it is).
 start_loom() {
-  rm -rf "$1"
+  [ "${REUSE:-0}" = 1 ] || rm -rf "$1"
   "$BIN/loom-app" --addr "$TCP" --http "$HTTP" --otlp-grpc off --otlp-http off \
     --loom-path "$1" --timestamps event --event-offset-us 0 --report-interval-s 10 >"$2" 2>&1 &
   app_pid=$!
@@ -226,8 +229,13 @@ fi
 [ "$HOUR_LOOPS" = 0 ] && HOUR_LOOPS=172
 echo "-- loom-app alone: $HOUR_LOOPS loops (load $(load))"
 start=$(date +%s.%N)
-start_loom "$TMP/loom-hour" "$TMP/loom-hour.log"
-"$BIN/tcp-replay" --file-path "$RECORDING" --addr "$TCP" --speed "$HOUR_SPEED" --loops "$HOUR_LOOPS" | tail -n 1
+if [ "${REUSE_HOUR:-0}" = 1 ] && [ -d "$TMP/loom-hour" ]; then
+  echo "(the hour's store of the previous run, reopened)"
+  REUSE=1 start_loom "$TMP/loom-hour" "$TMP/loom-hour-reopened.log"
+else
+  start_loom "$TMP/loom-hour" "$TMP/loom-hour.log"
+  "$BIN/tcp-replay" --file-path "$RECORDING" --addr "$TCP" --speed "$HOUR_SPEED" --loops "$HOUR_LOOPS" | tail -n 1
+fi
 wait_stable "$HTTP"
 echo "loom-app load took $(elapsed "$start") s ($(received_dropped "$TMP/loom-hour.log"))"
 for m in "kv duration_us" "syscall duration_us" "pagecache pfn"; do
