@@ -31,11 +31,12 @@ write-bench: deps
 P3_BOTH_LOOPS ?= 3
 P3_HOUR_LOOPS ?= 0
 P3_REPEAT ?= 5
+P3_HOUR_SPEED ?= 6
 
 .PHONY: p3-dashboard-bench
 p3-dashboard-bench: deps
 	$(CARGO) build --release -p loom-app -p influx-app -p replay --bins 2>&1 | tail -n 1
 	mkdir -p $(EVAL_OUT)
 	set -o pipefail; BIN=$(CARGO_RELEASE_DIR) TMP_DATA_DIR=$(TMP_DATA_DIR) RECORDING=$(RECORDING_DIR)/rocksdb-p3 \
-		BOTH_LOOPS=$(P3_BOTH_LOOPS) HOUR_LOOPS=$(P3_HOUR_LOOPS) REPEAT=$(P3_REPEAT) \
+		BOTH_LOOPS=$(P3_BOTH_LOOPS) HOUR_LOOPS=$(P3_HOUR_LOOPS) HOUR_SPEED=$(P3_HOUR_SPEED) REPEAT=$(P3_REPEAT) \
 		bash scripts/p3-dashboard-bench.sh 2>&1 | tee $(EVAL_OUT)/p3-dashboard-bench
