@@ -53,6 +53,7 @@ fn influx_app_survives_influxd_restart() {
         speed: 1.0,
         no_wait: false,
         connect_timeout_s: 60.0,
+        loops: None,
     };
     let replay = std::thread::spawn(move || {
         let stream = connect_with_retry(&cfg.addr, 60.0, |_| {}).expect("connect");

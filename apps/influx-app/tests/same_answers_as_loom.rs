@@ -88,6 +88,7 @@ fn replay_into(addr: &str, rec: &Path) -> u64 {
         speed: 1.0,
         no_wait: true,
         connect_timeout_s: 60.0,
+        loops: None,
     };
     let stream = connect_with_retry(&cfg.addr, 60.0, |_| {}).expect("connect");
     run(&cfg, stream, |_| {}, || false).expect("replay").records

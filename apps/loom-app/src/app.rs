@@ -182,10 +182,13 @@ fn start_http(
     max_record_bytes: usize,
     counters: &Counters,
 ) -> anyhow::Result<Option<influxql::http::ServerHandle>> {
+    // `/write` bodies go through the OTLP intake: one series registry
+    // and limit, one intake log, one reorder window.
     let writes = Arc::new(write::LineSink::new(
         intake,
         cli.http_max_write_bytes,
         max_record_bytes,
+        counters.write.clone(),
     ));
     http::start(
         cli,

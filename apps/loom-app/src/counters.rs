@@ -51,6 +51,8 @@ pub struct Counters {
     /// OTLP requests refused as bad (malformed, too large, unsupported
     /// content type, missing token).
     pub otlp_bad_requests: AtomicU64,
+    /// `/write`'s counters (points stored, refused by reason, late).
+    pub write: Arc<crate::write::WriteCounters>,
     /// Each listener's connection bound, with its counts of connections
     /// refused and closed for idling.
     pub gates: Gates,

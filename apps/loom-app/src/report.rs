@@ -3,10 +3,12 @@
 use std::sync::Arc;
 
 use crate::counters::Counters;
+use crate::write::WriteCounters;
 
 /// Prints `Records received: r, dropped: d, total received R dropped D,
 /// not stored n, late m, otlp accepted a rejected j throttled t,
-/// connections open o refused f closed idle i` once per
+/// connections open o refused f closed idle i, write points stored w
+/// refused x late y bad lines z` once per
 /// [`Progress::print`] (the first part is what `figures/` parses; `not
 /// stored` counts records the engine refused, `late` records refused
 /// because they were older than their source's newest stored record; the
@@ -14,11 +16,13 @@ use crate::counters::Counters;
 /// responses, and requests told to retry later; `received` includes every
 /// OTLP item received; `connections open` is the sum over the listeners
 /// now, `refused` those over `--max-connections` and `closed idle` those
-/// closed for idling or sending too slowly, in the interval). Interval
-/// values are since the previous line.
+/// closed for idling or sending too slowly, in the interval; the `/write`
+/// counts are points stored, points refused for any reason (`late` among
+/// them) and lines that were not line protocol). Interval values are since
+/// the previous line.
 pub struct Progress {
     counters: Arc<Counters>,
-    last: [u64; 9],
+    last: [u64; 13],
 }
 
 impl Progress {
@@ -26,7 +30,7 @@ impl Progress {
     pub fn new(counters: Arc<Counters>) -> Self {
         Progress {
             counters,
-            last: [0; 9],
+            last: [0; 13],
         }
     }
 
@@ -44,10 +48,14 @@ impl Progress {
             Counters::get(&counters.otlp_throttled),
             counters.gates.refused(),
             counters.gates.timed_out(),
+            WriteCounters::get(&counters.write.points_stored),
+            WriteCounters::get(&counters.write.points_refused),
+            WriteCounters::get(&counters.write.refused_late),
+            WriteCounters::get(&counters.write.bad_lines),
         ];
         let open: usize = counters.gates.all().iter().map(|g| g.open()).sum();
         println!(
-            "Records received: {}, dropped: {}, total received {} dropped {}, not stored {}, late {}, otlp accepted {} rejected {} throttled {}, connections open {} refused {} closed idle {}",
+            "Records received: {}, dropped: {}, total received {} dropped {}, not stored {}, late {}, otlp accepted {} rejected {} throttled {}, connections open {} refused {} closed idle {}, write points stored {} refused {} late {} bad lines {}",
             now[0] - last[0],
             now[1] - last[1],
             now[0],
@@ -59,7 +67,11 @@ impl Progress {
             now[6] - last[6],
             open,
             now[7] - last[7],
-            now[8] - last[8]
+            now[8] - last[8],
+            now[9] - last[9],
+            now[10] - last[10],
+            now[11] - last[11],
+            now[12] - last[12]
         );
         self.last = now;
     }

@@ -20,6 +20,7 @@ use crate::ingest::IngestEnd;
 use crate::otlp_ingest;
 use crate::queries::Query;
 use crate::schedule::{print_answer, ABLATION_MARGIN_US, ABLATION_WINDOW_US};
+use crate::write::WriteCounters;
 
 /// The threads a running app joins when it ends.
 pub(crate) struct Threads {
@@ -238,7 +239,8 @@ fn ask_at_end(cli: &Cli, reader: &Reader, ablation: &[Query], end: IngestEnd, no
     }
 }
 
-/// The `Final:` and `Final OTLP:` lines, and `STATS` with `--machine-output`.
+/// The `Final:`, `Final OTLP:` and `Final /write:` lines, and `STATS` with
+/// `--machine-output`.
 fn print_final(cli: &Cli, c: &Counters, data_us: u64, wall: Duration) {
     let received = Counters::get(&c.recv.records_received);
     let dropped = Counters::get(&c.recv.records_dropped);
@@ -273,16 +275,39 @@ fn print_final(cli: &Cli, c: &Counters, data_us: u64, wall: Duration) {
         Counters::get(&c.otlp_bad_requests),
         format!("{:?}", cli.otlp_ack).to_lowercase(),
     );
+    let w = &c.write;
+    let get = WriteCounters::get;
+    println!(
+        "Final /write: requests ok {}, refused {}, throttled {} (retry later), lines unable to parse {}, points stored {}, refused {} (field conflict {}, series limit {}, not storable as sent {}, late {}, not stored {})",
+        get(&w.requests_ok),
+        get(&w.requests_refused),
+        get(&w.requests_throttled),
+        get(&w.bad_lines),
+        get(&w.points_stored),
+        get(&w.points_refused),
+        get(&w.refused_conflict),
+        get(&w.refused_series_limit),
+        get(&w.refused_unstorable),
+        get(&w.refused_late),
+        get(&w.refused_not_stored),
+    );
     if cli.machine_output {
         println!(
-            "STATS received={received} dropped={dropped} ingested={} not_stored={} bad_connections={} auth_refused={} series_refused={} late={} duplicates={}",
+            "STATS received={received} dropped={dropped} ingested={} not_stored={} bad_connections={} auth_refused={} series_refused={} late={} duplicates={} write_points_stored={} write_points_refused={} write_refused_conflict={} write_refused_series_limit={} write_refused_unstorable={} write_refused_late={} write_bad_lines={}",
             Counters::get(&c.records_ingested),
             Counters::get(&c.records_refused),
             Counters::get(&c.recv.bad_connections),
             Counters::get(&c.recv.auth_refused),
             c.series.refused(),
             Counters::get(&c.records_late),
-            Counters::get(&c.recv.duplicate_records) + Counters::get(&c.records_duplicate)
+            Counters::get(&c.recv.duplicate_records) + Counters::get(&c.records_duplicate),
+            get(&w.points_stored),
+            get(&w.points_refused),
+            get(&w.refused_conflict),
+            get(&w.refused_series_limit),
+            get(&w.refused_unstorable),
+            get(&w.refused_late),
+            get(&w.bad_lines),
         );
     }
 }

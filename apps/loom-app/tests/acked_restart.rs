@@ -113,6 +113,7 @@ fn acked_replay_survives_ten_sigkills_exactly_once_at_own_times() {
         speed: 1.0,
         no_wait: false,
         connect_timeout_s: 60.0,
+        loops: None,
     };
     let acked = AckedConfig {
         sender_id: 0xac4e_d000 ^ seed,

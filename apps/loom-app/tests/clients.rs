@@ -137,6 +137,7 @@ fn replay_into(rec: &Path, addr: &str) {
         speed: 1.0,
         no_wait: true,
         connect_timeout_s: 60.0,
+        loops: None,
     };
     let stream = connect_with_retry(&cfg.addr, 60.0, |_| {}).expect("connect");
     run(&cfg, stream, |_| {}, || false).expect("replay");

@@ -220,6 +220,7 @@ fn idle_floods_hold_the_limit_and_valid_clients_still_get_in() {
         speed: 1.0,
         no_wait: true,
         connect_timeout_s: 30.0,
+        loops: None,
     };
     let stream = connect_with_retry(&tcp, 30.0, |_| {}).expect("connect");
     let sent = run(&cfg, stream, |_| {}, || false).expect("replay");

@@ -135,6 +135,7 @@ fn replay_into_loom_app_matches_brute_force_and_survives_garbage() {
         speed: 10.0,
         no_wait: false,
         connect_timeout_s: 60.0,
+        loops: None,
     };
     let replay = std::thread::spawn(move || {
         let stream = connect_with_retry(&replay_cfg.addr, 60.0, |_| {}).expect("connect");
@@ -232,6 +233,7 @@ fn answers_for(rec: &std::path::Path, store: &std::path::Path, extra: &[&str]) -
         speed: 20.0,
         no_wait: false,
         connect_timeout_s: 60.0,
+        loops: None,
     };
     let stream = connect_with_retry(&cfg.addr, 60.0, |_| {}).expect("connect");
     run(&cfg, stream, |_| {}, || false).expect("replay");

@@ -62,6 +62,7 @@ fn replay_into(addr: &str, rec: &Path, speed: f64) -> std::thread::JoinHandle<()
         speed,
         no_wait: false,
         connect_timeout_s: 60.0,
+        loops: None,
     };
     std::thread::spawn(move || {
         let stream = connect_with_retry(&cfg.addr, 60.0, |_| {}).expect("connect");

@@ -110,6 +110,7 @@ fn a_replay_over_tls_is_stored_whole_and_bad_clients_are_closed_alone() {
         speed: 1.0,
         no_wait: true,
         connect_timeout_s: 60.0,
+        loops: None,
     };
     let tcp = connect_with_retry(&addr, 60.0, |_| {}).expect("connect");
     let tls = ClientTls::from_ca_file(&ca)
@@ -174,6 +175,7 @@ fn an_acked_replay_over_tls_is_acknowledged_whole() {
         speed: 1.0,
         no_wait: true,
         connect_timeout_s: 60.0,
+        loops: None,
     };
     let acked = replay::AckedConfig {
         sender_id: 0x715,

@@ -263,6 +263,7 @@ fn line_protocol_reads_back_as_influxd_stores_it() {
         "partial write: field type conflict: input field \"v\" on measurement \"conflict\" is type integer, already exists as type float dropped=1"
     );
     assert_eq!(answers[1], answers[0], "loom-app's type conflict");
+    not_utf8_lines(&iurl, &loom);
     // gzip bodies.
     let gz = gzip(b"gz,h=a v=1i,s=\"zipped\" 1700000000000000000\ngz,h=a v=2i,s=\"again\" 1700000000001000000\n");
     for url in [&iurl, &loom] {
@@ -303,6 +304,53 @@ fn line_protocol_reads_back_as_influxd_stores_it() {
     }
 }
 
+/// A body whose lines are good but two, which hold bytes that are not
+/// UTF-8 (in a tag value, in a string field): influxd 1.6.7 stores all five
+/// lines with the raw bytes (its JSON shows U+FFFD) and answers 204;
+/// loom-app, whose names and strings are UTF-8 text, refuses those two
+/// lines alone with InfluxDB's parse-error shape and keeps the three good
+/// ones, which read back as influxd's.
+fn not_utf8_lines(iurl: &str, loom: &str) {
+    let body: &[u8] = b"utf,host=a v=1i 1700000000\n\
+        utf,host=b\xff v=2i 1700000001\n\
+        utf,host=c v=3i,s=\"x\xfey\" 1700000002\n\
+        utf,host=d v=4i 1700000003\n\
+        utf,host=e v=5i 1700000004\n";
+    let (status, text) = write(iurl, "db=lp&precision=s", body, &[]);
+    assert_eq!(status, 204, "influxd: {text}");
+    let (status, text) = write(loom, "db=lp&precision=s", body, &[]);
+    assert_eq!(status, 400, "loom-app: {text}");
+    let e = error_text(&text);
+    assert!(
+        e.starts_with(
+            "partial write: unable to parse 'utf,host=b\u{fffd} v=2i 1700000001': invalid UTF-8"
+        ) && e.contains(
+            "unable to parse 'utf,host=c v=3i,s=\"x\u{fffd}y\" 1700000002': invalid UTF-8"
+        ) && e.ends_with(" dropped=0"),
+        "loom-app: {e}"
+    );
+    let q = "SELECT v FROM utf WHERE host = 'a' OR host = 'd' OR host = 'e' GROUP BY host";
+    let want = query(iurl, q);
+    assert_eq!(
+        want[0]["series"].as_array().map(Vec::len),
+        Some(3),
+        "{want}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !same(&query(loom, q), &want) {
+        assert!(
+            Instant::now() < deadline,
+            "{q}\ninfluxd:  {want}\nloom-app: {}",
+            query(loom, q)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // influxd kept the two lines Loom refused; Loom stored nothing of them.
+    let all = "SELECT count(v) FROM utf";
+    assert_eq!(query(iurl, all)[0]["series"][0]["values"][0][1], 5);
+    assert_eq!(query(loom, all)[0]["series"][0]["values"][0][1], 3);
+}
+
 /// Loom's own rules, on loom-app alone: booleans and sub-µs times refused
 /// point by point, a point too late for the reorder window refused and
 /// counted (never stored at another time), unsigned integers kept, the
@@ -314,7 +362,10 @@ fn loom_rules_for_points_it_cannot_store_as_sent() {
     let token = dir.path().join("token");
     std::fs::write(&token, "s3cret\n").expect("token");
     let t = token.to_string_lossy().to_string();
-    let (_app, url) = start_loom(&dir.path().join("store"), &["--auth-token-file", &t]);
+    let (app, url) = start_loom(
+        &dir.path().join("store"),
+        &["--auth-token-file", &t, "--machine-output"],
+    );
     let auth = "Authorization: Token s3cret";
 
     assert_eq!(
@@ -410,4 +461,38 @@ fn loom_rules_for_points_it_cannot_store_as_sent() {
         assert!(Instant::now() < deadline, "flags {flags}, late {late}");
         std::thread::sleep(Duration::from_millis(200));
     }
+    counted_on_stats_and_final_lines(app, &url, auth);
+}
+
+/// `/write`'s counters on loom-app's `STATS` and `Final /write` lines, after
+/// the writes of [`loom_rules_for_points_it_cannot_store_as_sent`] and a
+/// field type conflict and a bad line beside a good one: 6 points stored;
+/// 4 refused (a boolean and a sub-µs time: not storable as sent; a late
+/// point; a type conflict); 1 line unable to parse.
+fn counted_on_stats_and_final_lines(app: testing::App, url: &str, auth: &str) {
+    let (status, text) = write(url, "db=lp", b"m v=2i 4000", &[auth]);
+    assert!(
+        status == 400 && text.contains("field type conflict"),
+        "{text}"
+    );
+    let (status, text) = write(url, "db=lp", b"m v=3 5000\nnot lp", &[auth]);
+    assert!(status == 400 && text.contains("unable to parse"), "{text}");
+    let end = app.stop();
+    let stats = end.line("STATS ").expect("a STATS line");
+    for want in [
+        "write_points_stored=6 ",
+        "write_points_refused=4 ",
+        "write_refused_conflict=1 ",
+        "write_refused_series_limit=0 ",
+        "write_refused_unstorable=2 ",
+        "write_refused_late=1 ",
+        "write_bad_lines=1",
+    ] {
+        assert!(stats.contains(want), "{want} in {stats}");
+    }
+    let fin = end.line("Final /write:").expect("a Final /write line");
+    assert!(
+        fin.contains("points stored 6, refused 4 (field conflict 1, series limit 0, not storable as sent 2, late 1, not stored 0)"),
+        "{fin}"
+    );
 }

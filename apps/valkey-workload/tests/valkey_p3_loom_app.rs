@@ -150,6 +150,7 @@ fn valkey_questions_match_brute_force_over_a_live_recording() {
         speed: 2.0,
         no_wait: false,
         connect_timeout_s: 60.0,
+        loops: None,
     };
     let stream = connect_with_retry(&replay_cfg.addr, 60.0, |_| {}).expect("connect");
     let sent = run(&replay_cfg, stream, |_| {}, || false).expect("replay");

@@ -42,6 +42,9 @@ pub struct ReplayConfig {
     pub no_wait: bool,
     /// Give up if the endpoint does not accept within this many seconds.
     pub connect_timeout_s: f64,
+    /// Send at most this many loops (`None`: once without `duration_s`,
+    /// else until it ends).
+    pub loops: Option<u64>,
 }
 
 /// One progress report (once per second).
@@ -223,10 +226,10 @@ pub fn run(
     })?;
     let first_arrival = rec.first_arrival();
     // Sent once without a duration; looped (until the deadline) with one.
-    let passes = if cfg.duration_s.is_some() {
-        None
-    } else {
-        Some(1)
+    let passes = match (cfg.loops, cfg.duration_s) {
+        (Some(n), _) => Some(n),
+        (None, Some(_)) => None,
+        (None, None) => Some(1),
     };
     let framing = Framing::for_replay((!cfg.no_wait).then_some(cfg.speed));
     let (tx, chunks) = crossbeam_channel::bounded::<Chunk>(CHUNKS_AHEAD);

@@ -32,6 +32,7 @@ fn config(file: &Path, addr: String, duration_s: Option<f64>) -> ReplayConfig {
         speed: 1.0,
         no_wait: true,
         connect_timeout_s: 10.0,
+        loops: None,
     }
 }
 

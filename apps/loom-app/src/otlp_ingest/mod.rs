@@ -25,7 +25,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-pub use intake::{retry_message, AckMode, Acks, Intake, Outcome, RETRY_AFTER_S};
+pub use intake::{
+    late_reason, not_stored_reason, retry_message, AckMode, Acks, Intake, Outcome, RETRY_AFTER_S,
+};
 pub use stage::OtlpStage;
 
 /// Where OTLP/gRPC listens unless `--otlp-grpc` says otherwise.

@@ -18,25 +18,47 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use influxql::http::{Response, WriteFuture, WriteRequest, WriteSink};
-use otlp::Converted;
 
 use crate::ingest::epoch_us;
-use crate::otlp_ingest::{Intake, Outcome, RETRY_AFTER_S};
+use crate::otlp_ingest::{late_reason, not_stored_reason, Intake, Outcome, RETRY_AFTER_S};
 use lines::{Precision, Rules};
 
-/// What `/write` counted since start.
+/// What `/write` counted since start (loom-app's progress, `Final /write`
+/// and `STATS` lines print them).
 #[derive(Debug, Default)]
 pub struct WriteCounters {
     /// Requests answered 204 (every point stored).
     pub requests_ok: AtomicU64,
-    /// Requests refused whole (bad parameters, body, token) or throttled.
+    /// Requests refused whole (bad parameters, body, token, nothing parsed).
     pub requests_refused: AtomicU64,
-    /// Lines that were not line protocol.
+    /// Requests answered "retry later" (503: queue full, stopping, not
+    /// durable in time).
+    pub requests_throttled: AtomicU64,
+    /// Lines that were not line protocol (or not UTF-8), each refused alone.
     pub bad_lines: AtomicU64,
-    /// Points refused alone (type conflict, limits, late, …).
+    /// Points refused alone, every reason (the sum of the next five).
     pub points_refused: AtomicU64,
+    /// Of those: fields that do not fit the measurement's (type or set).
+    pub refused_conflict: AtomicU64,
+    /// Of those: over the one series limit (`--max-series`).
+    pub refused_series_limit: AtomicU64,
+    /// Of those: not storable as sent (boolean, sub-µs or pre-1970 time,
+    /// names, size, reserved measurement).
+    pub refused_unstorable: AtomicU64,
+    /// Of those: too late for the reorder window (older than their
+    /// series' newest stored point; never stored at another time).
+    pub refused_late: AtomicU64,
+    /// Of those: refused by the engine.
+    pub refused_not_stored: AtomicU64,
     /// Points stored (durable with durable acknowledgements).
     pub points_stored: AtomicU64,
+}
+
+impl WriteCounters {
+    /// A counter's value.
+    pub fn get(c: &AtomicU64) -> u64 {
+        c.load(Ordering::Relaxed)
+    }
 }
 
 /// The `/write` side of loom-app: line protocol into the OTLP intake.
@@ -50,13 +72,19 @@ pub struct LineSink {
 
 impl LineSink {
     /// A sink feeding `intake`, bodies of at most `max_body` bytes
-    /// decompressed, records of at most `max_record_bytes`.
-    pub fn new(intake: Arc<Intake>, max_body: usize, max_record_bytes: usize) -> Self {
+    /// decompressed, records of at most `max_record_bytes`, counting into
+    /// `counters`.
+    pub fn new(
+        intake: Arc<Intake>,
+        max_body: usize,
+        max_record_bytes: usize,
+        counters: Arc<WriteCounters>,
+    ) -> Self {
         LineSink {
             intake,
             max_body,
             max_record_bytes,
-            counters: Arc::new(WriteCounters::default()),
+            counters,
         }
     }
 
@@ -71,8 +99,10 @@ impl LineSink {
         Response::error(status, message)
     }
 
-    /// The body as text: gunzipped when it says so, bounded, UTF-8.
-    fn text(&self, req: &WriteRequest) -> Result<String, Response> {
+    /// The body's bytes: gunzipped when it says so, bounded. Lines are
+    /// decoded one by one ([`lines::convert`]): one line that is not UTF-8
+    /// is refused alone.
+    fn body(&self, req: &WriteRequest) -> Result<Vec<u8>, Response> {
         let raw = match req.header("content-encoding").map(str::trim) {
             None | Some("" | "identity") => req.body.clone(),
             Some(e) if e.eq_ignore_ascii_case("gzip") => {
@@ -100,15 +130,19 @@ impl LineSink {
                 ))
             }
         };
-        String::from_utf8(raw).map_err(|e| {
-            self.refused(
-                400,
-                &format!(
-                    "body is not UTF-8 (invalid byte at offset {})",
-                    e.utf8_error().valid_up_to()
-                ),
-            )
-        })
+        Ok(raw)
+    }
+
+    /// "Retry later": the ingest queue is full, ingest stopped, or the
+    /// points were not durable in time (they may still be stored).
+    fn throttled(&self, o: &Outcome) -> Response {
+        self.counters
+            .requests_throttled
+            .fetch_add(1, Ordering::Relaxed);
+        let mut r = Response::error(503, &crate::otlp_ingest::retry_message(o));
+        r.headers
+            .push(("retry-after".into(), RETRY_AFTER_S.to_string()));
+        r
     }
 
     async fn answer(&self, req: WriteRequest) -> Response {
@@ -120,10 +154,10 @@ impl LineSink {
             Ok(p) => p,
             Err(e) => return self.refused(400, &e),
         };
-        if let Some(o) = self.intake.busy() {
-            return throttled(&o);
+        if let Some(o) = self.intake.busy_uncounted() {
+            return self.throttled(&o);
         }
-        let body = match self.text(&req) {
+        let body = match self.body(&req) {
             Ok(b) => b,
             Err(r) => return r,
         };
@@ -150,6 +184,16 @@ impl LineSink {
         };
         let c = &self.counters;
         c.bad_lines.fetch_add(batch.bad_lines, Ordering::Relaxed);
+        for (counter, n) in [
+            &c.refused_conflict,
+            &c.refused_series_limit,
+            &c.refused_unstorable,
+        ]
+        .into_iter()
+        .zip(batch.dropped_by)
+        {
+            counter.fetch_add(n, Ordering::Relaxed);
+        }
         if batch.bad_lines > 0 {
             log::debug!("/write: {} lines unable to parse", batch.bad_lines);
         }
@@ -162,19 +206,27 @@ impl LineSink {
         let mut dropped = batch.dropped;
         let mut reasons = batch.reasons.clone();
         if n > 0 {
-            let mut converted = Converted::default();
-            converted.records = std::mem::take(&mut batch.records);
-            match self.intake.take(converted).await {
-                Outcome::Accepted { rejected, message } => {
-                    dropped += rejected;
-                    if rejected > 0 {
-                        reasons.push(message);
-                    }
-                    c.points_stored
-                        .fetch_add(n - rejected.min(n), Ordering::Relaxed);
-                }
-                o => return throttled(&o),
+            let taken = match self
+                .intake
+                .deliver(std::mem::take(&mut batch.records))
+                .await
+            {
+                Ok(t) => t,
+                Err(o) => return self.throttled(&o),
+            };
+            c.refused_late.fetch_add(taken.late, Ordering::Relaxed);
+            c.refused_not_stored
+                .fetch_add(taken.not_stored, Ordering::Relaxed);
+            if taken.late > 0 {
+                reasons.push(late_reason(taken.late));
             }
+            if taken.not_stored > 0 {
+                reasons.push(not_stored_reason(taken.not_stored));
+            }
+            let rejected = taken.late + taken.not_stored;
+            dropped += rejected;
+            c.points_stored
+                .fetch_add(n - rejected.min(n), Ordering::Relaxed);
         }
         c.points_refused.fetch_add(dropped, Ordering::Relaxed);
         if dropped > 0 || batch.bad_lines > 0 {
@@ -194,15 +246,6 @@ impl LineSink {
             body: Vec::new(),
         }
     }
-}
-
-/// "Retry later": the ingest queue is full, ingest stopped, or the points
-/// were not durable in time (they may still be stored).
-fn throttled(o: &Outcome) -> Response {
-    let mut r = Response::error(503, &crate::otlp_ingest::retry_message(o));
-    r.headers
-        .push(("retry-after".into(), RETRY_AFTER_S.to_string()));
-    r
 }
 
 impl WriteSink for LineSink {

@@ -38,7 +38,8 @@ fn values(
                 s.schema
                     .field(p.field.name())
                     .is_some_and(|d| p.matches(d, bytes))
-            }) {
+            }) && s.passes(bytes)
+            {
                 if let Some(v) = def.read(bytes) {
                     out.push((v, ts));
                 }

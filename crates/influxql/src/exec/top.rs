@@ -67,6 +67,7 @@ fn group_points(
         bottom: plan.bottom,
     };
     let single_indexed = plan.fields.is_empty()
+        && !group.filtered()
         && group.series.len() == 1
         && group.series[0].index_field() == Some(plan.field.name());
     if single_indexed {
@@ -102,6 +103,9 @@ fn group_points(
                         Some(d) if p.matches(d, bytes) => {}
                         _ => return,
                     }
+                }
+                if !s.passes(bytes) {
+                    return;
                 }
                 if let Some(v) = def.read(bytes) {
                     best.push((v, ts, pos));

@@ -9,7 +9,7 @@ use super::auth::authorized;
 use super::config::HttpConfig;
 use super::message::{Request, Response};
 use super::write::WriteRequest;
-use super::INFLUXDB_VERSION;
+use super::{INFLUXDB_BUILD, INFLUXDB_VERSION};
 use crate::encode::{self, Epoch};
 use crate::error::Error;
 use crate::exec::Limits;
@@ -18,7 +18,8 @@ use crate::exec::Limits;
 pub fn with_version(mut r: Response) -> Response {
     r.headers
         .push(("x-influxdb-version".into(), INFLUXDB_VERSION.into()));
-    r.headers.push(("x-influxdb-build".into(), "OSS".into()));
+    r.headers
+        .push(("x-influxdb-build".into(), INFLUXDB_BUILD.into()));
     r
 }
 

@@ -1,11 +1,15 @@
 //! WHERE → a time window, tag predicates and field predicates.
 //!
-//! The top level is a conjunction. An `OR` tree is planned when its
-//! comparisons are all on tags (equality, `!=`, `=~`, `!~`): it is
-//! evaluated per series while planning, like the other tag predicates; an
-//! `OR` that reaches a field or time is refused by name. Time is compared in
-//! nanoseconds as InfluxDB does, then mapped onto Loom's µs exactly: a
-//! record at `t` µs is at `t·1000` ns.
+//! The top level is a conjunction: its tag comparisons pick series, its
+//! field comparisons filter records (and may narrow a range-index scan).
+//! An `OR` chain becomes a [`CondTree`] of tag and field comparisons,
+//! evaluated per series while planning (`tree.rs`). Time comparisons are
+//! taken out wherever they sit, `OR` included, and their ranges
+//! intersected: influxd 1.x does exactly this (its `conditionExpr`
+//! intersects the time ranges of both operands of `AND` and `OR` alike),
+//! so `host = 'a' OR time > X` answers host `a` after `X` there, and so it
+//! does here. Time is compared in nanoseconds as InfluxDB does, then mapped
+//! onto Loom's µs exactly: a record at `t` µs is at `t·1000` ns.
 
 use loom::{FieldDef, Value};
 
@@ -14,6 +18,7 @@ use crate::parse::depth::MAX_DEPTH;
 use crate::parse::{ArithOp, CompareOp, Condition, Expr, Literal};
 use crate::plan::catalog::Catalog;
 use crate::plan::pattern::Pattern;
+use crate::plan::tree::{CondTree, FieldTree, Leaf, Reduced};
 
 /// Inclusive bounds in ns since the epoch; `None` = unbounded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -192,30 +197,6 @@ impl TagPredicate {
     }
 }
 
-/// Tag predicates joined by AND and OR (an `OR` of the WHERE clause whose
-/// every comparison is on a tag); at most [`MAX_DEPTH`] chains deep, as
-/// the parser builds it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TagTree {
-    /// One predicate.
-    Leaf(TagPredicate),
-    /// Every operand holds.
-    All(Vec<TagTree>),
-    /// At least one operand holds.
-    Any(Vec<TagTree>),
-}
-
-impl TagTree {
-    /// Whether a series with tags `tag(key)` satisfies the tree.
-    pub fn holds(&self, tag: &dyn Fn(&str) -> Option<String>) -> bool {
-        match self {
-            TagTree::Leaf(p) => p.holds(tag(&p.key).as_deref()),
-            TagTree::All(v) => v.iter().all(|t| t.holds(tag)),
-            TagTree::Any(v) => v.iter().any(|t| t.holds(tag)),
-        }
-    }
-}
-
 /// What a WHERE clause says.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Filters {
@@ -223,8 +204,9 @@ pub struct Filters {
     pub time: TimeBounds,
     /// Tag predicates (all must hold).
     pub tags: Vec<TagPredicate>,
-    /// `OR` trees of tag predicates (all must hold).
-    pub tag_trees: Vec<TagTree>,
+    /// `OR` trees of tag and field comparisons (all must hold), their time
+    /// comparisons already taken out into `time`.
+    pub trees: Vec<CondTree>,
     /// Field predicates (all must hold).
     pub fields: Vec<FieldPredicate>,
 }
@@ -379,42 +361,56 @@ fn tag_predicate(name: &str, op: CompareOp, rhs: &Expr, c: &Condition) -> Result
     })
 }
 
-/// An OR chain whose comparisons are all on tags, as a [`TagTree`];
-/// anything else in it is refused by name. Recursion is bounded by the
-/// parser's depth limit (deeper trees, which only code builds, are refused).
-fn tag_tree(c: &Condition, catalog: &Catalog, measurement: &str, level: usize) -> Result<TagTree> {
-    if level > MAX_DEPTH {
+/// `field op constant` as a predicate (the caller knows `field` is a
+/// field of the measurement).
+fn field_predicate(
+    field: FieldDef,
+    op: CompareOp,
+    rhs: &Expr,
+    c: &Condition,
+) -> Result<FieldPredicate> {
+    let name = field.name.to_string();
+    if matches!(op, CompareOp::Match | CompareOp::NotMatch) {
         return Err(Error::Unsupported(format!(
-            "conditions nested deeper than {MAX_DEPTH} levels"
+            "regular expressions on fields ({c})"
         )));
     }
-    let sub = |items: &[Condition]| -> Result<Vec<TagTree>> {
-        items
-            .iter()
-            .map(|i| tag_tree(i, catalog, measurement, level + 1))
-            .collect()
-    };
-    match c {
-        Condition::And(items) => Ok(TagTree::All(sub(items)?)),
-        Condition::Or(items) => Ok(TagTree::Any(sub(items)?)),
-        cmp => {
-            let (lhs, op, rhs) = oriented(cmp)?;
-            match lhs {
-                Expr::Identifier(n) if catalog.is_tag(measurement, n.as_str()) => Ok(
-                    TagTree::Leaf(tag_predicate(n.as_str(), op, rhs, cmp)?),
-                ),
-                // InfluxDB answers a tag key the measurement lacks as the
-                // empty value.
-                Expr::Identifier(n)
-                    if !is_time(lhs) && catalog.field(measurement, n.as_str()).is_none() =>
-                {
-                    Ok(TagTree::Leaf(tag_predicate(n.as_str(), op, rhs, cmp)?))
-                }
-                _ => Err(Error::Unsupported(format!(
-                    "OR between conditions on fields or time ({cmp}); OR is served between tag conditions"
-                ))),
+    let value = match (rhs, field.ty.is_numeric()) {
+        (Expr::Literal(Literal::Integer(v)), true) => Operand::Int(*v),
+        (Expr::Literal(Literal::Float(v)), true) => Operand::Float(*v),
+        (Expr::Literal(Literal::String(v)), false) => {
+            if !matches!(op, CompareOp::Eq | CompareOp::Ne) {
+                return Err(Error::Unsupported(format!(
+                    "ordering comparisons on string field {name} ({c})"
+                )));
             }
+            Operand::Str(v.clone())
         }
+        (_, true) => {
+            return Err(Error::Unsupported(format!(
+                "comparing field {name} with something other than a number ({c})"
+            )))
+        }
+        (_, false) => {
+            return Err(Error::Plan(format!(
+                "{name} is a string field: compare it with a string ({c})"
+            )))
+        }
+    };
+    Ok(FieldPredicate { field, op, value })
+}
+
+/// Builds an AND (`CondTree::All`) or OR (`CondTree::Any`) chain.
+type MakeChain = fn(Vec<CondTree>) -> CondTree;
+
+/// `[a, b]` without its absent operands: `None` when none is left, the
+/// operand alone when one is (as influxd's `reduce` drops the side a time
+/// comparison left empty).
+fn chain(mut v: Vec<CondTree>, make: MakeChain) -> Option<CondTree> {
+    match v.len() {
+        0 => None,
+        1 => v.pop(),
+        _ => Some(make(v)),
     }
 }
 
@@ -430,7 +426,9 @@ impl Filters {
         let Some(cond) = cond else { return Ok(f) };
         for c in conjuncts(cond) {
             if matches!(c, Condition::Or(_)) {
-                f.tag_trees.push(tag_tree(c, catalog, measurement, 0)?);
+                if let Some(t) = f.tree(c, catalog, measurement, now_ns, 0)? {
+                    f.trees.push(t);
+                }
                 continue;
             }
             let (lhs, op, rhs) = oriented(c)?;
@@ -446,34 +444,7 @@ impl Filters {
             if catalog.is_tag(measurement, name) {
                 f.tags.push(tag_predicate(name, op, rhs, c)?);
             } else if let Some(field) = catalog.field(measurement, name) {
-                if matches!(op, CompareOp::Match | CompareOp::NotMatch) {
-                    return Err(Error::Unsupported(format!(
-                        "regular expressions on fields ({c})"
-                    )));
-                }
-                let value = match (rhs, field.ty.is_numeric()) {
-                    (Expr::Literal(Literal::Integer(v)), true) => Operand::Int(*v),
-                    (Expr::Literal(Literal::Float(v)), true) => Operand::Float(*v),
-                    (Expr::Literal(Literal::String(v)), false) => {
-                        if !matches!(op, CompareOp::Eq | CompareOp::Ne) {
-                            return Err(Error::Unsupported(format!(
-                                "ordering comparisons on string field {name} ({c})"
-                            )));
-                        }
-                        Operand::Str(v.clone())
-                    }
-                    (_, true) => {
-                        return Err(Error::Unsupported(format!(
-                            "comparing field {name} with something other than a number ({c})"
-                        )))
-                    }
-                    (_, false) => {
-                        return Err(Error::Plan(format!(
-                            "{name} is a string field: compare it with a string ({c})"
-                        )))
-                    }
-                };
-                f.fields.push(FieldPredicate { field, op, value });
+                f.fields.push(field_predicate(field, op, rhs, c)?);
             } else {
                 return Err(Error::Plan(format!(
                     "{name} is not a tag or field of measurement {measurement}"
@@ -483,13 +454,100 @@ impl Filters {
         Ok(f)
     }
 
-    /// Whether a series with `schema` passes every tag predicate and tree.
+    /// An AND/OR chain as a [`CondTree`], its time comparisons moved into
+    /// `self.time` (`None`: nothing but time was in it). Recursion is
+    /// bounded by the parser's depth limit (deeper trees, which only code
+    /// builds, are refused).
+    fn tree(
+        &mut self,
+        c: &Condition,
+        catalog: &Catalog,
+        measurement: &str,
+        now_ns: i128,
+        level: usize,
+    ) -> Result<Option<CondTree>> {
+        if level > MAX_DEPTH {
+            return Err(Error::Unsupported(format!(
+                "conditions nested deeper than {MAX_DEPTH} levels"
+            )));
+        }
+        let (items, make): (&[Condition], MakeChain) = match c {
+            Condition::And(items) => (items, CondTree::All),
+            Condition::Or(items) => (items, CondTree::Any),
+            cmp => return self.tree_leaf(cmp, catalog, measurement, now_ns),
+        };
+        let mut v = Vec::with_capacity(items.len());
+        for i in items {
+            if let Some(t) = self.tree(i, catalog, measurement, now_ns, level + 1)? {
+                v.push(t);
+            }
+        }
+        Ok(chain(v, make))
+    }
+
+    /// One comparison of a tree: time into `self.time` (`None`), else a
+    /// tag or field leaf. An identifier that is neither a field nor a tag
+    /// of the measurement is a tag every series has empty, as InfluxDB
+    /// answers a tag key the measurement lacks.
+    fn tree_leaf(
+        &mut self,
+        cmp: &Condition,
+        catalog: &Catalog,
+        measurement: &str,
+        now_ns: i128,
+    ) -> Result<Option<CondTree>> {
+        let (lhs, op, rhs) = oriented(cmp)?;
+        if is_time(lhs) {
+            let ns = time_value(rhs, now_ns)?;
+            self.time_bound(op, ns, cmp)?;
+            return Ok(None);
+        }
+        let Expr::Identifier(n) = lhs else {
+            return Err(Error::Plan(format!("not a comparison ({cmp})")));
+        };
+        let leaf = match catalog.field(measurement, n.as_str()) {
+            Some(field) if !catalog.is_tag(measurement, n.as_str()) => {
+                Leaf::Field(field_predicate(field, op, rhs, cmp)?)
+            }
+            _ => Leaf::Tag(tag_predicate(n.as_str(), op, rhs, cmp)?),
+        };
+        Ok(Some(CondTree::Leaf(leaf)))
+    }
+
+    /// Whether a tree holds a field comparison (top-level field predicates
+    /// are in `fields`).
+    pub fn trees_have_fields(&self) -> bool {
+        self.trees.iter().any(CondTree::has_fields)
+    }
+
+    /// What the WHERE clause asks of a series with `schema` beyond the
+    /// top-level field predicates: `None` when no record of it can match
+    /// (a tag predicate or a tree is false), `Some(None)` when every record
+    /// passes, `Some(Some(t))` when its records must satisfy `t`.
+    pub fn residual(&self, schema: &loom::SourceSchema) -> Option<Option<FieldTree>> {
+        if !self.tags.iter().all(|p| p.holds(schema.tag(&p.key))) {
+            return None;
+        }
+        let mut left = Vec::new();
+        for t in &self.trees {
+            match t.for_series(schema) {
+                Reduced::True => {}
+                Reduced::False => return None,
+                Reduced::Records(r) => left.push(r),
+            }
+        }
+        Some(match left.len() {
+            0 => None,
+            1 => left.pop(),
+            _ => Some(FieldTree::All(left)),
+        })
+    }
+
+    /// Whether a series with `schema` can hold matching records (tag
+    /// predicates and trees; a tree's field comparisons may still filter
+    /// its records).
     pub fn series_match(&self, schema: &loom::SourceSchema) -> bool {
-        self.tags.iter().all(|p| p.holds(schema.tag(&p.key)))
-            && self
-                .tag_trees
-                .iter()
-                .all(|t| t.holds(&|k| schema.tag(k).map(str::to_string)))
+        self.residual(schema).is_some()
     }
 
     fn time_bound(&mut self, op: CompareOp, ns: i128, c: &Condition) -> Result<()> {

@@ -9,14 +9,16 @@ pub mod pattern;
 pub mod select;
 pub mod show;
 pub mod subquery;
+pub mod tree;
 
 use loom::FieldDef;
 
 pub use catalog::{Catalog, Series};
 pub use condition::{
-    index_range, FieldPredicate, Filters, Operand, TagMatch, TagPredicate, TagTree, TimeBounds,
+    index_range, FieldPredicate, Filters, Operand, TagMatch, TagPredicate, TimeBounds,
 };
 pub use pattern::Pattern;
+pub use tree::{CondTree, FieldTree};
 
 use crate::error::Result;
 use crate::parse::Statement;
@@ -48,6 +50,14 @@ pub struct Group {
     pub tags: Vec<(String, String)>,
     /// The sources in the group.
     pub series: Vec<Series>,
+}
+
+impl Group {
+    /// Whether some series of the group filters its records by an `OR`
+    /// tree (then no answer comes from the indexes alone).
+    pub fn filtered(&self) -> bool {
+        self.series.iter().any(|s| s.filter.is_some())
+    }
 }
 
 /// An aggregate or selector function.

@@ -103,14 +103,17 @@ fn plan_call(
 fn groups(catalog: &Catalog, measurement: &str, filters: &Filters, keys: &[String]) -> Vec<Group> {
     let mut out: BTreeMap<Vec<(String, String)>, Vec<Series>> = BTreeMap::new();
     for s in catalog.measurements.get(measurement).into_iter().flatten() {
-        if !filters.series_match(&s.schema) {
+        let Some(filter) = filters.residual(&s.schema) else {
             continue;
-        }
+        };
         let key = keys
             .iter()
             .map(|k| (k.clone(), s.schema.tag(k).unwrap_or("").to_string()))
             .collect();
-        out.entry(key).or_default().push(s.clone());
+        out.entry(key).or_default().push(Series {
+            filter: filter.map(std::sync::Arc::new),
+            ..s.clone()
+        });
     }
     out.into_iter()
         .map(|(tags, series)| Group { tags, series })

@@ -35,7 +35,7 @@ fn selected<'a>(
                 "time conditions in SHOW … WHERE (Loom's SHOW lists every series)".into(),
             ));
         }
-        if !filters.fields.is_empty() {
+        if !filters.fields.is_empty() || filters.trees_have_fields() {
             return Err(Error::Unsupported(
                 "field conditions in SHOW … WHERE (tag conditions only)".into(),
             ));

@@ -114,7 +114,7 @@ pub fn plan_subquery(
         return Err(Error::Unsupported("subqueries within subqueries".into()));
     };
     let filters = Filters::plan(s.condition.as_ref(), catalog, m.name.as_str(), now_ns)?;
-    if !(filters.tags.is_empty() && filters.tag_trees.is_empty() && filters.fields.is_empty()) {
+    if !(filters.tags.is_empty() && filters.trees.is_empty() && filters.fields.is_empty()) {
         return Err(Error::Unsupported(
             "conditions other than time on a subquery's rows".into(),
         ));

@@ -25,8 +25,8 @@ pub fn nested_and(levels: usize) -> String {
 }
 
 /// `levels` parentheses alternating AND and OR of field comparisons: as
-/// deep as [`nested_and`], refused by the planner (OR is served between
-/// tag conditions only).
+/// deep as [`nested_and`]; a field tree every record is checked against
+/// (counts every record).
 pub fn nested_and_or(levels: usize) -> String {
     let mut s = format!("SELECT count(duration_us) FROM kv WHERE {TRUE}");
     for k in 0..levels {

@@ -45,6 +45,12 @@ struct Cli {
     /// Give up if the endpoint does not accept within this many seconds.
     #[arg(long, default_value_t = 300.0)]
     connect_timeout_s: f64,
+    /// Send the recording exactly this many times (each loop shifted past
+    /// the previous one, as --duration-s loops), e.g. to build a given span
+    /// of data the same way for two endpoints; with --duration-s, whichever
+    /// ends first.
+    #[arg(long, conflicts_with = "acked")]
+    loops: Option<u64>,
     /// Speak TLS, trusting the CA certificates in this PEM file (the
     /// endpoint runs with --tls-cert/--tls-key).
     #[arg(long, value_name = "FILE")]
@@ -187,6 +193,7 @@ fn main() {
         speed: cli.speed,
         no_wait: cli.no_wait,
         connect_timeout_s: cli.connect_timeout_s,
+        loops: cli.loops,
     };
     match telemetry::RecordingReader::open(&cfg.file_path) {
         Ok(r) => {

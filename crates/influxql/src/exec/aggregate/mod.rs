@@ -161,7 +161,7 @@ impl Acc {
 
 /// Whether `call` over `group` can be answered from the index alone.
 fn indexed(call: &Call, group: &Group, plan: &AggregatePlan) -> bool {
-    if !plan.fields.is_empty() {
+    if !plan.fields.is_empty() || group.filtered() {
         return false;
     }
     match call.func {
@@ -259,7 +259,10 @@ fn indexed_call(
 /// series' indexed field: such a bucket is one `count_matching` per series,
 /// which reads only chunks whose bins can hold a match.
 fn counted_range(plan: &AggregatePlan, group: &Group) -> Option<(u64, u64)> {
-    if plan.fields.is_empty() || plan.calls.iter().any(|c| c.func != Func::Count) {
+    if plan.fields.is_empty()
+        || group.filtered()
+        || plan.calls.iter().any(|c| c.func != Func::Count)
+    {
         return None;
     }
     let exact = plan
@@ -320,7 +323,7 @@ fn bucket(
     let fast: Vec<bool> = plan.calls.iter().map(|c| indexed(c, group, plan)).collect();
     let mut out: Vec<Option<(Cell, Option<u64>)>> = vec![None; plan.calls.len()];
     let mut points = 0u64;
-    if fast.iter().any(|f| !f) || !plan.fields.is_empty() {
+    if fast.iter().any(|f| !f) || !plan.fields.is_empty() || group.filtered() {
         let mut accs: Vec<Acc> = plan.calls.iter().map(|_| Acc::default()).collect();
         let mut ticker = Ticker::new(limits);
         for s in &group.series {
@@ -332,6 +335,9 @@ fn bucket(
                     if !p.matches(&p.field, bytes) {
                         return;
                     }
+                }
+                if !s.passes(bytes) {
+                    return;
                 }
                 points += 1;
                 for (k, c) in plan.calls.iter().enumerate() {
@@ -404,6 +410,7 @@ fn counts_by_scan(
     /// per-bucket lookups decode more than one scan does.
     const SCAN_BELOW_PER_BUCKET: u64 = 1000;
     let count_only = plan.fields.is_empty()
+        && !group.filtered()
         && access.all_indexes()
         && !plan.calls.is_empty()
         && plan.calls.iter().all(|c| c.func == Func::Count);

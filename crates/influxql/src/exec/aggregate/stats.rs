@@ -51,24 +51,35 @@ pub(super) fn median(values: &mut [(Value, u64)]) -> Cell {
     Cell::Float(lo.as_f64() + half)
 }
 
-/// The mode: the most frequent value, a tie going to the smallest.
-/// InfluxDB 1.x breaks ties by the order its (unstable) sort leaves equal
-/// values in, which no rule reproduces; with no tie, or all values
-/// different (then the smallest), both agree.
+/// The mode as influxd 1.6.7 picks it (`IntegerModeReduceSlice` and its
+/// float twin): the points in time order (ties: series order), sorted by
+/// value, then scanned once; a value's run counts from its second point
+/// (a value seen once never wins but the smallest), and a later (larger)
+/// value with as many points takes over when its first point is no later
+/// than the point at which the current pick reached that count. influxd
+/// sorts with Go's `sort.Sort`, an insertion sort (stable) up to 12 points
+/// and pdqsort (unstable) beyond; Loom sorts stably, so its pick equals
+/// influxd's for buckets of up to 12 points, and beyond that whenever no
+/// two values tie for the top count (see docs/influxql.md).
 pub(super) fn mode(values: &mut [(Value, u64)]) -> Cell {
-    values.sort_unstable_by(|a, b| value_cmp(a.0, b.0));
-    let mut best: Option<(Value, usize)> = None;
-    let mut k = 0;
-    while k < values.len() {
-        let v = values[k].0;
-        let mut j = k;
-        while j < values.len() && value_cmp(values[j].0, v).is_eq() {
-            j += 1;
+    values.sort_by_key(|p| p.1);
+    values.sort_by(|a, b| value_cmp(a.0, b.0));
+    let Some(&(first, first_t)) = values.first() else {
+        return Cell::Null;
+    };
+    let (mut most_freq, mut curr_freq) = (0usize, 0usize);
+    let (mut curr, mut most) = (first, first);
+    let (mut curr_t, mut most_t) = (first_t, first_t);
+    for &(v, t) in values.iter() {
+        if !value_cmp(v, curr).is_eq() {
+            (curr_freq, curr, curr_t) = (1, v, t);
+            continue;
         }
-        if best.is_none_or(|(_, n)| j - k > n) {
-            best = Some((v, j - k));
+        curr_freq += 1;
+        if most_freq > curr_freq || (most_freq == curr_freq && curr_t > most_t) {
+            continue;
         }
-        k = j;
+        (most_freq, most, most_t) = (curr_freq, v, t);
     }
-    best.map_or(Cell::Null, |(v, _)| v.into())
+    most.into()
 }
