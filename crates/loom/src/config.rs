@@ -22,6 +22,14 @@ pub struct Config {
     /// per-chunk costs (header, checksum, summaries) vanish per record, small
     /// enough that a query's edge chunks are cheap to scan.
     pub chunk_size: usize,
+    /// Bytes a source's open chunk starts with in memory (header
+    /// excluded). The buffer doubles as records arrive, up to `chunk_size`,
+    /// and halves again after a seal that left it three quarters empty, so a
+    /// source writing a few records per second holds about this much and
+    /// a busy one reaches full chunks after a few copies. Default 512
+    /// (10 000 idle series: 5 MB instead of 640 MB of 64 KiB buffers).
+    /// Clamped to `64..=chunk_size - 48`; not part of the stored layout.
+    pub first_chunk_bytes: usize,
     /// Bytes per in-memory block; full blocks go to the flusher. Default 16 MiB:
     /// one large sequential write per block. Multiple of 4096 and of nothing else.
     pub block_size: usize,
@@ -81,6 +89,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             chunk_size: 64 * 1024,
+            first_chunk_bytes: 512,
             block_size: 16 * 1024 * 1024,
             segment_size: 256 * 1024 * 1024,
             max_blocks_in_memory: 4,

@@ -40,6 +40,18 @@ use crate::storage::segments::SegmentFiles;
 /// Alignment and size granularity of direct I/O.
 const IO_ALIGN: usize = 4096;
 
+/// Smallest open-chunk buffer (payload bytes) a source starts with.
+pub(crate) const MIN_FIRST_PAYLOAD: usize = 64;
+
+/// Payload bytes a new source's open chunk buffer starts with
+/// (`Config::first_chunk_bytes`, clamped to what a chunk can hold).
+pub(crate) fn first_payload(config: &Config, layout: &Layout) -> usize {
+    let full = layout.chunk_size - crate::log::chunk::HEADER_LEN;
+    config
+        .first_chunk_bytes
+        .clamp(MIN_FIRST_PAYLOAD.min(full), full)
+}
+
 /// Counters of what the writer has done since open.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WriterStats {

@@ -30,7 +30,7 @@ use crate::storage::lock::DirLock;
 use crate::storage::recovery::{self, Mode, Recovered};
 use crate::storage::segments::SegmentFiles;
 
-use super::{SourceState, Writer, WriterStats, IO_ALIGN};
+use super::{SourceState, Writer, WriterStats, IO_ALIGN, MIN_FIRST_PAYLOAD};
 
 /// Per-source state rebuilt from recovery and the catalog, and the messages
 /// that bring the indexer up to date with it.
@@ -41,12 +41,14 @@ pub(crate) struct Replayed {
     pub reindexed: u64,
 }
 
-pub(crate) fn new_source(id: SourceId, chunk_size: usize) -> SourceState {
+/// A source's state before its first record; its open chunk's buffer
+/// starts at `first_payload` bytes and grows as records arrive.
+pub(crate) fn new_source(id: SourceId, first_payload: usize) -> SourceState {
     SourceState {
         id,
         schema: None,
         index: None,
-        active: SlabWriter::new(chunk_size - HEADER_LEN, 8),
+        active: SlabWriter::new(first_payload, 8),
         first_ts: 0,
         prev_ts: 0,
         count: 0,
@@ -62,14 +64,14 @@ pub(crate) fn new_source(id: SourceId, chunk_size: usize) -> SourceState {
 pub(crate) fn replay(
     recovered: &mut Recovered,
     catalog: &[(SourceId, SourceSchema)],
-    chunk_size: usize,
+    first_payload: usize,
 ) -> Replayed {
     let mut sources: Vec<SourceState> = Vec::new();
     let mut ids: HashMap<SourceId, usize> = HashMap::new();
     let mut known: Vec<Vec<(u64, Option<Vec<BinSummary>>)>> = Vec::new();
     let mut slot = |id: SourceId, sources: &mut Vec<SourceState>, known: &mut Vec<_>| {
         *ids.entry(id).or_insert_with(|| {
-            sources.push(new_source(id, chunk_size));
+            sources.push(new_source(id, first_payload));
             known.push(Vec::new());
             sources.len() - 1
         })
@@ -239,7 +241,8 @@ pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
         let base = seg * layout.segment_size;
         recovered.chunks.iter().filter(|c| c.addr >= base).count() as u64
     });
-    let replayed = replay(&mut recovered, &catalog, layout.chunk_size);
+    let first = super::first_payload(&config, &layout);
+    let replayed = replay(&mut recovered, &catalog, first);
     log_recovery(dir, &recovered, replayed.sources.len());
     let mut msgs = replayed.index_msgs;
     // The writer resumes in a new segment: the recovered last one is complete.
@@ -324,7 +327,8 @@ pub fn open_read_only(dir: &Path) -> Result<Reader> {
     let catalog = catalog::load(dir)?;
     let mut recovered = recovery::recover(dir, layout, Mode::ReadOnly, false)?;
     let files = segment_files(dir, layout, &mut recovered);
-    let replayed = replay(&mut recovered, &catalog, layout.chunk_size);
+    // Nothing is ever pushed to a read-only store's sources.
+    let replayed = replay(&mut recovered, &catalog, MIN_FIRST_PAYLOAD);
     log_recovery(dir, &recovered, replayed.sources.len());
     let indexer = start_indexer(&files, layout, None, replayed.index_msgs)?;
     let retained_from = recovered
