@@ -76,7 +76,8 @@ impl Writer {
     #[inline(never)]
     fn make_room(&mut self, idx: usize, need: usize) -> Result<()> {
         let full = self.layout.chunk_size - HEADER_LEN;
-        if self.sources[idx].active.capacity() >= full {
+        if self.sources[idx].active.len() + need > full {
+            // Does not fit in this chunk at any size.
             self.seal(idx)?;
         }
         let a = &mut self.sources[idx].active;
