@@ -31,7 +31,7 @@ fn schema(comm: u64) -> SourceSchema {
     SourceSchema {
         measurement: "syscall".into(),
         tags: vec![
-            ("comm".into(), format!("c{comm}").into()),
+            ("comm".into(), format!("c{comm}")),
             ("name".into(), "pread64".into()),
         ],
         fields: vec![

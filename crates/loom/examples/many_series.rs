@@ -65,8 +65,8 @@ fn schema(i: u64) -> SourceSchema {
     SourceSchema {
         measurement: "syscall".into(),
         tags: vec![
-            ("comm".into(), format!("proc-{}", i / 20).into()),
-            ("name".into(), format!("sys-{}", i % 20).into()),
+            ("comm".into(), format!("proc-{}", i / 20)),
+            ("name".into(), format!("sys-{}", i % 20)),
         ],
         fields: vec![
             f("pid", 0, FieldType::U32),

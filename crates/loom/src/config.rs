@@ -30,6 +30,16 @@ pub struct Config {
     /// (10 000 idle series: 5 MB instead of 640 MB of 64 KiB buffers).
     /// Clamped to `64..=chunk_size - 48`; not part of the stored layout.
     pub first_chunk_bytes: usize,
+    /// A source's open chunk is sealed when it is full, or at a `persist`
+    /// once its first record is this much older (in the timestamps' unit,
+    /// µs) than the newest record of any source. Meanwhile `persist` makes
+    /// its records durable in the journal of open chunks
+    /// (`open-chunks-N.log`, read back on open) instead of sealing it, so
+    /// a slow series gets one chunk (one time-index entry and its
+    /// summaries in memory) per this interval, not one per persist.
+    /// Default `Some(60_000_000)` (60 s). `None` seals every open chunk at
+    /// every `persist` and writes no journal.
+    pub seal_after_us: Option<u64>,
     /// Bytes per in-memory block; full blocks go to the flusher. Default 16 MiB:
     /// one large sequential write per block. Multiple of 4096 and of nothing else.
     pub block_size: usize,
@@ -90,6 +100,7 @@ impl Default for Config {
         Config {
             chunk_size: 64 * 1024,
             first_chunk_bytes: 512,
+            seal_after_us: Some(60_000_000),
             block_size: 16 * 1024 * 1024,
             segment_size: 256 * 1024 * 1024,
             max_blocks_in_memory: 4,

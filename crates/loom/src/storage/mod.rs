@@ -7,6 +7,7 @@ pub(crate) mod frame;
 mod frame_scan;
 pub(crate) mod layout;
 pub(crate) mod lock;
+pub(crate) mod open_chunks;
 pub(crate) mod recovery;
 pub(crate) mod segment_index;
 pub(crate) mod segments;

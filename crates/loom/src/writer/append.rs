@@ -128,12 +128,18 @@ impl Writer {
         });
         s.newest_chunk = addr;
         s.count = 0;
+        s.journaled_len = 0;
+        s.journaled_count = 0;
         let first = super::first_payload(&self.config, &self.layout);
         let cap = s.active.capacity();
         if payload_len <= cap / 4 && cap / 2 >= first {
             // Sealed three quarters empty (by `persist`, not by filling
             // up): the source is slower than its buffer, so halve it.
             s.active.reset_to(cap / 2);
+        } else if cap < self.layout.chunk_size - HEADER_LEN {
+            // A source that has not needed a full chunk: no spare buffer
+            // kept for it (thousands of them would double their memory).
+            s.active.reset_to(cap);
         } else {
             s.active.reset_double_buffered();
         }

@@ -55,6 +55,9 @@ pub(crate) fn new_source(id: SourceId, first_payload: usize) -> SourceState {
         newest_chunk: NO_CHUNK,
         dir: Directory::new(),
         seq: 0,
+        journaled_len: 0,
+        journaled_count: 0,
+        journaled_ts: 0,
     }
 }
 
@@ -139,6 +142,63 @@ pub(crate) fn replay(
     }
 }
 
+/// The flusher thread of a writer whose first block starts at `block_base`.
+fn start_flusher(
+    dir: &Path,
+    layout: Layout,
+    config: &Config,
+    files: &Arc<SegmentFiles>,
+    block_base: u64,
+) -> Result<Flusher> {
+    let flusher = Flusher::start(FlusherConfig {
+        dir: dir.to_path_buf(),
+        layout,
+        mode: config.flush_mode,
+        sync_data: config.sync_data,
+        sync_interval: Duration::from_millis(config.sync_interval_ms),
+        retry_interval: Duration::from_millis(config.write_retry_ms),
+        files: Arc::clone(files),
+        compression: config.compression_level,
+        start: block_base,
+        hurry_at: config.store_raw_when_queued,
+    });
+    if flusher.thread.is_none() {
+        return Err(Error::FlushFailed(
+            "the flusher thread could not start".into(),
+        ));
+    }
+    Ok(flusher)
+}
+
+/// Puts the records of the journal of open chunks back into their
+/// sources' open chunks; returns how many, and the journal's last file
+/// number (0 without one).
+fn reopen_chunks(
+    dir: &Path,
+    replayed: &mut Replayed,
+    first_payload: usize,
+    layout: Layout,
+    retained_from: u64,
+) -> Result<(u64, u64)> {
+    let (entries, last) = crate::storage::open_chunks::read(dir)?;
+    if entries.is_empty() {
+        return Ok((0, last));
+    }
+    let full = layout.chunk_size - HEADER_LEN;
+    let n = super::journal::apply(
+        &mut replayed.sources,
+        &mut replayed.ids,
+        entries,
+        (first_payload, full),
+        retained_from,
+    );
+    log::info!(
+        "{}: {n} records of open chunks reopened from the journal",
+        dir.display()
+    );
+    Ok((n, last))
+}
+
 fn start_indexer(
     files: &Arc<SegmentFiles>,
     layout: Layout,
@@ -220,29 +280,19 @@ pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
     // next segment, leaving the rest of the last one's addresses unused.
     let end_segment = (end > 0).then(|| (end - 1) / layout.segment_size);
     let block_base = end_segment.map_or(0, |s| (s + 1) * layout.segment_size);
-    let flusher = Flusher::start(FlusherConfig {
-        dir: dir.to_path_buf(),
-        layout,
-        mode: config.flush_mode,
-        sync_data: config.sync_data,
-        sync_interval: Duration::from_millis(config.sync_interval_ms),
-        retry_interval: Duration::from_millis(config.write_retry_ms),
-        files: Arc::clone(&files),
-        compression: config.compression_level,
-        start: block_base,
-        hurry_at: config.store_raw_when_queued,
-    });
-    if flusher.thread.is_none() {
-        return Err(Error::FlushFailed(
-            "the flusher thread could not start".into(),
-        ));
-    }
+    let flusher = start_flusher(dir, layout, &config, &files, block_base)?;
     let chunks_in_end_segment = end_segment.map_or(0, |seg| {
         let base = seg * layout.segment_size;
         recovered.chunks.iter().filter(|c| c.addr >= base).count() as u64
     });
     let first = super::first_payload(&config, &layout);
-    let replayed = replay(&mut recovered, &catalog, first);
+    let mut replayed = replay(&mut recovered, &catalog, first);
+    let retained_from = recovered
+        .segments
+        .first()
+        .map_or(0, |s| s.index * layout.segment_size);
+    let (journaled, journal_last) =
+        reopen_chunks(dir, &mut replayed, first, layout, retained_from)?;
     log_recovery(dir, &recovered, replayed.sources.len());
     let mut msgs = replayed.index_msgs;
     // The writer resumes in a new segment: the recovered last one is complete.
@@ -265,17 +315,13 @@ pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
         }),
         msgs,
     )?;
-    let retained_from = recovered
-        .segments
-        .first()
-        .map_or(0, |s| s.index * layout.segment_size);
     let shared = Arc::new(Shared {
         snapshot: ArcSwap::from_pointee(Published::empty(Arc::clone(&files))),
         index: Arc::clone(&indexer.published),
         _indexer: None,
     });
     let stats = WriterStats {
-        recovered_records: recovered.report.records,
+        recovered_records: recovered.report.records + journaled,
         chunks_reindexed: replayed.reindexed,
         ..WriterStats::default()
     };
@@ -307,7 +353,12 @@ pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
         closing: false,
         closed: false,
         lock: Some(lock),
+        journal: None,
+        journal_next: journal_last + 1,
     };
+    // A new journal file holding every reopened open chunk whole; the old
+    // files go once it is durable.
+    w.write_journal()?;
     w.note_segment(block_base);
     w.sync();
     let reader = Reader::new(shared);
@@ -328,13 +379,14 @@ pub fn open_read_only(dir: &Path) -> Result<Reader> {
     let mut recovered = recovery::recover(dir, layout, Mode::ReadOnly, false)?;
     let files = segment_files(dir, layout, &mut recovered);
     // Nothing is ever pushed to a read-only store's sources.
-    let replayed = replay(&mut recovered, &catalog, MIN_FIRST_PAYLOAD);
-    log_recovery(dir, &recovered, replayed.sources.len());
-    let indexer = start_indexer(&files, layout, None, replayed.index_msgs)?;
+    let mut replayed = replay(&mut recovered, &catalog, MIN_FIRST_PAYLOAD);
     let retained_from = recovered
         .segments
         .first()
         .map_or(0, |s| s.index * layout.segment_size);
+    reopen_chunks(dir, &mut replayed, MIN_FIRST_PAYLOAD, layout, retained_from)?;
+    log_recovery(dir, &recovered, replayed.sources.len());
+    let indexer = start_indexer(&files, layout, None, replayed.index_msgs)?;
     let ids = Arc::new(replayed.ids);
     let published =
         super::publish::published(&replayed.sources, &ids, Vec::new(), &files, retained_from);
