@@ -4,7 +4,8 @@
 #   make many-series-base [MS_BASE=main]   build the base's benchmarks from `git archive`
 #                                          in its own target dir (slow the first time)
 #   make many-series-rss   [RUNS=3]        engine RSS: 10 000 series × 3 records/s for
-#                                          60 s of data, and the same plus 4 hot series
+#                                          MS_SECONDS (120) s of data, and the same plus 4
+#                                          hot series (the base needs about 7.5 GB)
 #   make many-series-query [RUNS=1]        P2 (max + p99.99) and count over a 60 s window
 #                                          across 1, 10, 100 series holding the same records
 #   make many-series-ingest [RUNS=3 DURATION=20]  single-series ingest (ingest-scaling
@@ -20,6 +21,7 @@ MS_BASE        ?= main
 MS_RUNS         = $(or $(RUNS),3)
 MS_QUERY_RUNS   = $(or $(RUNS),1)
 MS_DURATION     = $(or $(DURATION),20)
+MS_SECONDS     ?= 120
 MS_DIR          = $(TMP_DATA_DIR)/many-series
 MS_BASE_SRC     = $(MS_DIR)/base-src
 MS_BASE_TARGET  = $(MS_DIR)/base-target
@@ -57,7 +59,7 @@ many-series-rss: many-series-base many-series-head
 	  for cfg in $(MS_SERIES_CFGS); do \
 	    for v in base head; do \
 	      bin=$(MS_BASE_BIN)/examples/many_series; [ $$v = head ] && bin=$(MS_HEAD_BIN)/examples/many_series; \
-	      $$bin $$cfg --seconds 60 --dir $(MS_DIR)/store 2>/dev/null | sed "s/^/variant=$$v /" | tee -a $(MS_OUT)/many-series-rss || exit 1; \
+	      $$bin $$cfg --seconds $(MS_SECONDS) --dir $(MS_DIR)/store 2>/dev/null | sed "s/^/variant=$$v /" | tee -a $(MS_OUT)/many-series-rss || exit 1; \
 	    done; \
 	  done; \
 	done

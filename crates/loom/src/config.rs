@@ -40,6 +40,11 @@ pub struct Config {
     /// Default `Some(60_000_000)` (60 s). `None` seals every open chunk at
     /// every `persist` and writes no journal.
     pub seal_after_us: Option<u64>,
+    /// Bytes of chunks read from segment files that are kept for later
+    /// queries (a query over many series reads every series' edge chunks,
+    /// and `max` and `percentile` of one statement read them twice).
+    /// Default 32 MiB; 0 keeps none. Read-only opens use the default.
+    pub chunk_cache_bytes: usize,
     /// Bytes per in-memory block; full blocks go to the flusher. Default 16 MiB:
     /// one large sequential write per block. Multiple of 4096 and of nothing else.
     pub block_size: usize,
@@ -101,6 +106,7 @@ impl Default for Config {
             chunk_size: 64 * 1024,
             first_chunk_bytes: 512,
             seal_after_us: Some(60_000_000),
+            chunk_cache_bytes: 32 << 20,
             block_size: 16 * 1024 * 1024,
             segment_size: 256 * 1024 * 1024,
             max_blocks_in_memory: 4,

@@ -2,6 +2,7 @@
 //! files, the directory lock, the flusher thread, reads and recovery.
 
 pub(crate) mod catalog;
+pub(crate) mod chunk_cache;
 pub(crate) mod flusher;
 pub(crate) mod frame;
 mod frame_scan;

@@ -236,8 +236,13 @@ fn start_indexer(
 }
 
 /// Segment file access with the recovered frame lists installed.
-fn segment_files(dir: &Path, layout: Layout, recovered: &mut Recovered) -> Arc<SegmentFiles> {
-    let files = SegmentFiles::new(dir.to_path_buf(), layout);
+fn segment_files(
+    dir: &Path,
+    layout: Layout,
+    recovered: &mut Recovered,
+    cache_bytes: usize,
+) -> Arc<SegmentFiles> {
+    let files = SegmentFiles::new(dir.to_path_buf(), layout, cache_bytes);
     for (seg, frames) in recovered.frames.drain(..) {
         files.add_frames(seg, &frames);
     }
@@ -273,7 +278,7 @@ pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
     let layout = Layout::load_or_store(dir, Layout::from_config(&config))?;
     let catalog = catalog::load(dir)?;
     let mut recovered = recovery::recover(dir, layout, Mode::Repair, config.verify_on_open)?;
-    let files = segment_files(dir, layout, &mut recovered);
+    let files = segment_files(dir, layout, &mut recovered, config.chunk_cache_bytes);
     let end = recovered.end;
     // The writer never appends to a recovered segment (a compressed file
     // is only ever appended by the run that started it): it resumes at the
@@ -377,7 +382,12 @@ pub fn open_read_only(dir: &Path) -> Result<Reader> {
     })?;
     let catalog = catalog::load(dir)?;
     let mut recovered = recovery::recover(dir, layout, Mode::ReadOnly, false)?;
-    let files = segment_files(dir, layout, &mut recovered);
+    let files = segment_files(
+        dir,
+        layout,
+        &mut recovered,
+        Config::default().chunk_cache_bytes,
+    );
     // Nothing is ever pushed to a read-only store's sources.
     let mut replayed = replay(&mut recovered, &catalog, MIN_FIRST_PAYLOAD);
     let retained_from = recovered
