@@ -486,6 +486,27 @@ mod tests {
     }
 
     #[test]
+    fn append_vec_first_slab_grows_and_old_views_keep_what_they_saw() {
+        let mut a: AppendVec<u64> = AppendVec::new(64);
+        assert_eq!(a.current.capacity(), FIRST_SLAB, "starts small");
+        let mut views = Vec::new();
+        for i in 0..200u64 {
+            a.push(i);
+            if i % 7 == 0 {
+                views.push((i + 1, a.view()));
+            }
+        }
+        for (len, v) in &views {
+            assert_eq!(v.len() as u64, *len);
+            for i in 0..*len {
+                assert_eq!(v.get(i as usize), Some(i));
+            }
+        }
+        assert_eq!(a.get(199), Some(199));
+        assert!(a.current.capacity() <= 64);
+    }
+
+    #[test]
     fn dropping_slabs_keeps_indices_and_old_views() {
         let mut v: AppendVec<u64> = AppendVec::new(4);
         for i in 0..10 {
