@@ -132,6 +132,21 @@ pub(crate) fn decode(bytes: &[u8]) -> (Vec<Entry>, Option<String>) {
     (out, None)
 }
 
+/// Recomputes the CRC of each entry whose magic and length hold (fuzzing).
+#[cfg(feature = "fuzz")]
+pub(crate) fn reseal(bytes: &mut [u8]) {
+    let mut o = 0usize;
+    while o + HEAD + 4 <= bytes.len() && u32_at(bytes, o) == ENTRY_MAGIC {
+        let len = u32_at(bytes, o + 4) as usize;
+        if len < HEAD + 4 || o + len > bytes.len() {
+            return;
+        }
+        let crc = crc32c::crc32c(&bytes[o..o + len - 4]);
+        bytes[o + len - 4..o + len].copy_from_slice(&crc.to_le_bytes());
+        o += len;
+    }
+}
+
 /// Journal files in `dir`, oldest first, with their numbers.
 fn files(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
     let mut out = Vec::new();
@@ -160,10 +175,31 @@ fn files(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
 /// highest file number (0 when there is none). A torn entry ends its file
 /// (logged): it was being written when the writer stopped.
 pub(crate) fn read(dir: &Path) -> Result<(Vec<Entry>, u64)> {
+    // A live writer may start a newer file and remove the older ones
+    // between listing and reading (a read-only open racing it): list again.
+    for _ in 0..3 {
+        if let Some(found) = read_listed(dir)? {
+            return Ok(found);
+        }
+    }
+    read_listed(dir)?.ok_or_else(|| {
+        Error::io(
+            dir,
+            std::io::Error::other("journal files kept disappearing while read"),
+        )
+    })
+}
+
+/// [`read`] over one listing; `None` when a listed file was gone.
+fn read_listed(dir: &Path) -> Result<Option<(Vec<Entry>, u64)>> {
     let mut out = Vec::new();
     let mut last = 0;
     for (n, path) in files(dir)? {
-        let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io(&path, e)),
+        };
         let (entries, stop) = decode(&bytes);
         if let Some(why) = stop {
             log::warn!(
@@ -175,7 +211,7 @@ pub(crate) fn read(dir: &Path) -> Result<(Vec<Entry>, u64)> {
         out.extend(entries);
         last = last.max(n);
     }
-    Ok((out, last))
+    Ok(Some((out, last)))
 }
 
 /// The journal file being appended to.
