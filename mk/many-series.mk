@@ -13,6 +13,8 @@
 #                                          --db loom) at 8 and 64 B
 #   make many-series                       all three
 #
+# Once this branch is merged, compare with the commit before the merge
+# (MS_BASE=1a17dbd measured the branch against its branch point).
 # Logs: evaluation-output/many-series-{rss,query,ingest}. MS_NO_BUILD=1 runs with the
 # binaries already built (base and head).
 # The benchmark sources are this tree's (crates/loom/examples/many_series.rs,
