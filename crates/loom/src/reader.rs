@@ -56,6 +56,27 @@ impl Reader {
         self.snapshot().percentile(id, t0, t1, q)
     }
 
+    /// See [`Snapshot::percentile_many`].
+    pub fn percentile_many(
+        &self,
+        ids: &[SourceId],
+        t0: u64,
+        t1: u64,
+        q: f64,
+    ) -> Result<Option<u64>> {
+        self.snapshot().percentile_many(ids, t0, t1, q)
+    }
+
+    /// See [`Snapshot::aggregate_many`].
+    pub fn aggregate_many(&self, ids: &[SourceId], t0: u64, t1: u64) -> Result<Aggregate> {
+        self.snapshot().aggregate_many(ids, t0, t1)
+    }
+
+    /// See [`Snapshot::count_many`].
+    pub fn count_many(&self, ids: &[SourceId], t0: u64, t1: u64) -> Result<u64> {
+        self.snapshot().count_many(ids, t0, t1)
+    }
+
     /// See [`Snapshot::range_scan`].
     pub fn range_scan(
         &self,

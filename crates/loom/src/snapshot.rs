@@ -65,10 +65,11 @@ impl Published {
     }
 }
 
-/// A chunk's bytes, borrowed from memory or read from disk.
+/// A chunk's bytes, borrowed from memory or read from disk (shared with
+/// the cache of chunks read).
 pub(crate) enum ChunkBytes<'a> {
     Memory(&'a [u8]),
-    Disk(Vec<u8>),
+    Disk(Arc<[u8]>),
 }
 
 impl ChunkBytes<'_> {
@@ -290,7 +291,7 @@ impl Snapshot {
                 return Ok((header, ChunkBytes::Memory(&at[..len])));
             }
         }
-        let buf = self.p.files.read_chunk(addr)?;
+        let buf = self.p.files.read_chunk_cached(addr)?;
         let header = match ChunkHeader::read(&buf) {
             Ok(Some(h)) => h,
             Ok(None) => return Err(Error::corrupted(addr, "no chunk at this address on disk")),

@@ -166,7 +166,6 @@ fn indexed(call: &Call, group: &Group, plan: &AggregatePlan) -> bool {
     }
     match call.func {
         Func::Count => true,
-        Func::Percentile(_) if group.series.len() != 1 => false,
         Func::Sum | Func::Min | Func::Max | Func::Mean | Func::Percentile(_) => group
             .series
             .iter()
@@ -193,17 +192,14 @@ fn indexed_call(
     (t0, t1): (u64, u64),
     want_time: bool,
 ) -> Result<(Cell, Option<u64>)> {
+    // One engine call over the group's series: their range-index bin
+    // counts are merged, so many series cost what one holding the same
+    // records costs.
+    let ids: Vec<loom::SourceId> = group.series.iter().map(|s| s.id).collect();
     match call.func {
-        Func::Count => {
-            let mut n = 0;
-            for s in &group.series {
-                n += snap.count(s.id, t0, t1)?;
-            }
-            Ok((Cell::UInt(n), None))
-        }
+        Func::Count => Ok((Cell::UInt(snap.count_many(&ids, t0, t1)?), None)),
         Func::Percentile(p) => {
-            let id = group.series[0].id;
-            let v = snap.value_at_rank(id, t0, t1, |n| influx_rank(n, p).unwrap_or(0))?;
+            let v = snap.value_at_rank_many(&ids, t0, t1, |n| influx_rank(n, p).unwrap_or(0))?;
             match v {
                 None => Ok((Cell::Null, None)),
                 Some(v) => {
@@ -217,23 +213,11 @@ fn indexed_call(
             }
         }
         func => {
-            let mut count = 0u64;
+            let a = snap.aggregate_many(&ids, t0, t1)?;
+            let count = a.count;
             let mut sum = Sum::default();
-            let mut min: Option<u64> = None;
-            let mut max: Option<u64> = None;
-            for s in &group.series {
-                let a = snap.aggregate(s.id, t0, t1)?;
-                count += a.count;
-                sum.add_unsigned_total(a.sum);
-                min = match (min, a.min) {
-                    (Some(x), Some(y)) => Some(x.min(y)),
-                    (x, y) => x.or(y),
-                };
-                max = match (max, a.max) {
-                    (Some(x), Some(y)) => Some(x.max(y)),
-                    (x, y) => x.or(y),
-                };
-            }
+            sum.add_unsigned_total(a.sum);
+            let (min, max) = (a.min, a.max);
             let picked = match func {
                 Func::Min => min,
                 Func::Max => max,
