@@ -89,9 +89,7 @@ fn main() -> anyhow::Result<()> {
                     // Refusals print like the server's 400 answers, not as a crash.
                     match influxql::run(&reader.snapshot(), &statement, influxql::now_ns(), &limits)
                     {
-                        Ok(results) => {
-                            influxql::encode_results(&results, influxql::Epoch::Unit(1))
-                        }
+                        Ok(results) => influxql::encode_results(&results, influxql::Epoch::Unit(1)),
                         Err(e) => influxql::encode_error(&e.to_string()),
                     }
                 }
