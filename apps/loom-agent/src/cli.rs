@@ -55,6 +55,12 @@ pub struct Cli {
     /// Record run-queue waits (wake-up to on-CPU).
     #[arg(long)]
     pub runqueue: bool,
+    /// Record TCP/UDP packets arriving at this interface (its TC ingress
+    /// hook), to or from PORT when given: `lo:6379`, `eth0`. Packets have no
+    /// process at ingress, so the targets do not select them and their
+    /// series carry only the `host` tag.
+    #[arg(long, value_name = "IFACE[:PORT]")]
+    pub packets: Option<probes::agent::PacketSelection>,
     /// Bytes of each probe's ring buffer (a power of two).
     #[arg(long, default_value_t = 16 << 20)]
     pub ring_buffer_bytes: u32,

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::RecvTimeoutError;
 use probes::agent::{
     monotonic_to_wall_ns, AgentProbeConfig, AgentProbes, AgentStats, SyscallAttach,
-    SyscallSelection, Targets, PROBE_NAMES,
+    SyscallSelection, Targets, PROBES, PROBE_NAMES,
 };
 use telemetry::wire::sender as wire_sender;
 
@@ -70,6 +70,7 @@ pub fn probe_config(cli: &Cli) -> Result<AgentProbeConfig, AgentError> {
         page_cache: cli.page_cache,
         blockio: cli.blockio,
         runqueue: cli.runqueue,
+        packets: cli.packets.clone(),
         ring_buffer_bytes: cli.ring_buffer_bytes,
         ..AgentProbeConfig::default()
     })
@@ -151,7 +152,10 @@ pub fn run(cli: Cli) -> Result<(), AgentError> {
     let flush = |book: &mut SeriesBook| book.drain(|item| outbox.offer(item));
     let consume = |batch: Vec<probes::agent::AgentEvent>, book: &mut SeriesBook| {
         for e in &batch {
-            book.add(e.comm(), &e.to_record(offset_ns));
+            match e.comm() {
+                Some(comm) => book.add(comm, &e.to_record(offset_ns)),
+                None => book.add_untagged(&e.to_record(offset_ns)),
+            }
         }
     };
     let mut counted = Counted::default();
@@ -198,7 +202,7 @@ pub fn run(cli: Cli) -> Result<(), AgentError> {
 #[derive(Default)]
 struct Counted {
     /// Per probe: events, kernel drops, channel + queue drops, send drops.
-    last: [[u64; 4]; 4],
+    last: [[u64; 4]; PROBES],
 }
 
 impl Counted {
@@ -207,7 +211,7 @@ impl Counted {
     /// produced or lost anything.
     fn record(&mut self, p: &AgentStats, s: &SendStats, book: &mut SeriesBook) {
         let time_us = wire_sender::now_us();
-        for i in 0..4 {
+        for i in 0..PROBES {
             let now = [
                 p.events[i],
                 p.kernel_drops[i],
@@ -271,7 +275,7 @@ fn progress(now: &AgentStats, last: &AgentStats, s: &SendStats, dt: Duration) ->
 /// channel_drops=… sent=… acked=… queue_drops=… send_drops=… connections=…
 /// resent_frames=…`.
 fn summary(p: &AgentStats, s: &SendStats) -> String {
-    let sum = |a: &[u64; 4]| a.iter().sum::<u64>();
+    let sum = |a: &[u64; PROBES]| a.iter().sum::<u64>();
     let mut per = String::new();
     for (i, name) in PROBE_NAMES.iter().enumerate() {
         per.push_str(&format!(

@@ -14,6 +14,7 @@
 //! `buffer_bytes` too; records offered beyond that are dropped and counted
 //! (`queue` drops).
 
+use probes::agent::PROBES;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -69,19 +70,20 @@ pub struct SendStats {
     /// Bytes of records in the outbox.
     pub queued_bytes: AtomicU64,
     /// `queue_drops` by probe (index as `probes::agent::PROBE_NAMES`).
-    pub queue_drops_by_probe: [AtomicU64; 4],
+    pub queue_drops_by_probe: [AtomicU64; PROBES],
     /// `send_drops` by probe.
-    pub send_drops_by_probe: [AtomicU64; 4],
+    pub send_drops_by_probe: [AtomicU64; PROBES],
 }
 
 /// Adds the records of `payload` to `by_probe`, by the probe that made them.
-fn count_by_probe(payload: &[u8], by_probe: &[AtomicU64; 4]) {
+fn count_by_probe(payload: &[u8], by_probe: &[AtomicU64; PROBES]) {
     for (kind, _) in telemetry::raw::records(payload) {
         let i = match kind {
             telemetry::Kind::Syscall => 0,
             telemetry::Kind::PageCache => 1,
             telemetry::Kind::BlockIo => 2,
             telemetry::Kind::RunQueue => 3,
+            telemetry::Kind::Packet => probes::agent::PACKET_PROBE,
             _ => continue,
         };
         by_probe[i].fetch_add(1, Ordering::Relaxed);

@@ -47,6 +47,7 @@ pub mod wire;
 pub use batch::{decode_payload, Batch};
 pub use cpu::{exit_line as cpu_exit_line, CpuUsage};
 pub use error::{DecodeError, RecordingError, WireError};
+pub use record::agent_names;
 pub use record::{
     AgentStat, BlockIo, BlockOp, Kind, KvOp, KvOpKind, Packet, PageCache, Record, RunQueue, Syscall,
 };

@@ -180,7 +180,10 @@ fn new_files_start_blank() {
     assert_eq!(mark.wait_blocking(p, Duration::from_secs(10)), Ok(()));
     drop(log);
     let len = std::fs::metadata(file_name(dir.path(), f)).unwrap().len();
-    assert!(len > FILE_BYTES, "file {f} was not a blank one: {len} bytes");
+    assert!(
+        len > FILE_BYTES,
+        "file {f} was not a blank one: {len} bytes"
+    );
     let (_log, left) = IntakeLog::open(dir.path(), Arc::new(DurableMark::new())).unwrap();
     let got: Vec<(u64, u64)> = left.iter().map(|(_, r)| (r.source, r.time_us)).collect();
     assert_eq!(got, vec![(4, 39), (4, 40), (4, 41)]);
