@@ -21,7 +21,7 @@
 
 use std::time::Instant;
 
-use influxql::encode::rfc3339;
+use influxql::rfc3339;
 use influxql::{Cell, Limits};
 use loom::{Config, FieldDef, FieldType, IndexDef, SourceId, SourceSchema};
 

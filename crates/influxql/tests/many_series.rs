@@ -5,7 +5,7 @@
 //! force over the same records, computed here from the records and
 //! InfluxDB's rank rule (`floor(n·N/100 + 0.5)`), not from the engine.
 
-use influxql::encode::rfc3339;
+use influxql::rfc3339;
 use influxql::{Cell, Limits};
 use loom::{Config, FieldDef, FieldType, FlushMode, IndexDef, SourceId, SourceSchema};
 use proptest::prelude::*;
