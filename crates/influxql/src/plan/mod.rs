@@ -5,6 +5,7 @@
 
 pub mod catalog;
 pub mod condition;
+mod grouping;
 pub mod pattern;
 pub mod select;
 pub mod show;
