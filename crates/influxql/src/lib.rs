@@ -1,19 +1,19 @@
 //! InfluxQL over Loom: the InfluxDB 1.x query language and HTTP query API.
 //!
 //! Text is parsed ([`parse`]) into an AST whose `Display` prints canonical
-//! InfluxQL; the planner ([`plan`]) resolves names against the store's
+//! InfluxQL; the planner (`plan`) resolves names against the store's
 //! schemas and maps each statement onto Loom's operators (index summaries
 //! for aggregates, bin-located percentiles, range scans for predicates on
-//! the indexed field); [`exec`] runs plans on one snapshot; `encode.rs`
+//! the indexed field); `exec` runs plans on one snapshot; `encode.rs`
 //! writes InfluxDB's JSON ([`encode_results`], [`encode_error`]); [`http`]
 //! serves `/ping`, `/query` and `/write`. [`run`] / [`run_with`] are the
 //! whole path from text to answers.
 //!
-//! `parse` (the AST) and `http` (the server) are public namespaces, and
-//! so, for now, are `plan` and `exec` (being reshaped by other work; to
-//! become private with the root re-exports as their API); `encode`,
-//! `error`, `query` and `result` are private and the re-exports below are
-//! their API.
+//! `parse` (the AST) and `http` (the server) are public namespaces; `plan`,
+//! `exec`, `encode`, `error`, `query` and `result` are private and the
+//! re-exports below are their API (what other crates use: [`Access`],
+//! [`Limits`], [`influx_rank`], the results and errors), so planning and
+//! execution can be reshaped without touching their users.
 //!
 //! Every answer is exact. Constructs outside the subset are refused with
 //! [`Error::Unsupported`] naming them, never answered approximately.
@@ -21,12 +21,12 @@
 
 mod encode;
 mod error;
-pub mod exec;
+mod exec;
 #[cfg(feature = "fuzz")]
 pub mod fuzz;
 pub mod http;
 pub mod parse;
-pub mod plan;
+mod plan;
 mod query;
 mod result;
 

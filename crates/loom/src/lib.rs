@@ -38,6 +38,7 @@
 //! # Ok(()) }
 //! ```
 
+mod bin_summary;
 mod config;
 mod error;
 #[cfg(feature = "fuzz")]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use arc_swap::ArcSwap;
 
-use crate::index::bins::BinSummary;
+use crate::bin_summary::BinSummary;
 use crate::index::directory::DirectoryView;
 use crate::index::state::IndexState;
 use crate::index::summaries::IndexSnapshot;

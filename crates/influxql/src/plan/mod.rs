@@ -5,6 +5,7 @@
 
 pub mod catalog;
 pub mod condition;
+mod grouping;
 pub mod pattern;
 pub mod select;
 pub mod show;
@@ -14,11 +15,8 @@ pub mod tree;
 use loom::FieldDef;
 
 pub use catalog::{Catalog, Series};
-pub use condition::{
-    index_range, FieldPredicate, Filters, Operand, TagMatch, TagPredicate, TimeBounds,
-};
+pub use condition::{index_range, FieldPredicate, Filters, Operand, TimeBounds};
 pub use pattern::Pattern;
-pub use tree::{CondTree, FieldTree};
 
 use crate::error::Result;
 use crate::parse::Statement;

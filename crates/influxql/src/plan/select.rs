@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
-use crate::parse::{CallArg, Dimension, Expr, Fill, Literal, Projected, SelectStatement};
+use crate::parse::{CallArg, Expr, Literal, Projected, SelectStatement};
+use crate::plan::grouping::{fill_plan, group_by, GroupBy};
 use crate::plan::{
     AggregatePlan, Call, Catalog, Column, FillPlan, Filters, Func, Group, Out, Plan, RawPlan,
     Series, Transform,
@@ -313,7 +314,6 @@ fn output(
 }
 
 /// Plans a SELECT statement.
-#[allow(clippy::too_many_lines)] // Came in over the 100-line limit as it was enforced (issue 20 merge); split pending.
 pub fn plan_select(s: &SelectStatement, catalog: &Catalog, now_ns: i128) -> Result<Plan> {
     let measurement = match &s.from {
         crate::parse::Source::Measurement(m) => m.name.0.clone(),
@@ -325,122 +325,21 @@ pub fn plan_select(s: &SelectStatement, catalog: &Catalog, now_ns: i128) -> Resu
         return Ok(Plan::Nothing);
     }
     let filters = Filters::plan(s.condition.as_ref(), catalog, &measurement, now_ns)?;
-    let mut interval_us = None;
-    let mut bucket_offset_us = 0u64;
-    let mut tag_keys: Vec<String> = Vec::new();
-    for d in &s.group_by {
-        match d {
-            Dimension::Time { interval, offset } => {
-                if interval.0 <= 0 || interval.0 % 1000 != 0 {
-                    return Err(Error::Unsupported(format!(
-                        "GROUP BY time({interval}): intervals must be positive whole microseconds"
-                    )));
-                }
-                if interval_us.replace(interval.0 as u64 / 1000).is_some() {
-                    return Err(Error::Plan("GROUP BY time() appears twice".into()));
-                }
-                if let Some(o) = offset {
-                    if o.0 % 1000 != 0 {
-                        return Err(Error::Unsupported(format!(
-                            "GROUP BY time({interval}, {o}): offsets must be whole microseconds"
-                        )));
-                    }
-                    // As InfluxDB: the offset modulo the interval, never negative.
-                    bucket_offset_us = (o.0 / 1000).rem_euclid(interval.0 / 1000) as u64;
-                }
-            }
-            Dimension::Tag(t) => {
-                if !catalog.is_tag(&measurement, t.as_str()) {
-                    return Err(Error::Plan(format!(
-                        "GROUP BY {t}: not a tag key of measurement {measurement}"
-                    )));
-                }
-                tag_keys.push(t.0.clone());
-            }
-            Dimension::Regex(r) => {
-                let p = crate::plan::Pattern::compile(r)?;
-                tag_keys.extend(
-                    catalog
-                        .tag_keys(&measurement)
-                        .into_iter()
-                        .filter(|k| p.is_match(k)),
-                );
-            }
-            Dimension::Wildcard => {
-                // Every tag key of the measurement, as InfluxDB expands `*`.
-                tag_keys.extend(catalog.tag_keys(&measurement));
-            }
-        }
-    }
-    tag_keys.sort();
-    tag_keys.dedup();
-    let fill = match &s.fill {
-        None | Some(Fill::Null) => FillPlan::Null,
-        Some(Fill::None) => FillPlan::None,
-        Some(Fill::Previous) => FillPlan::Previous,
-        Some(Fill::Linear) => FillPlan::Linear,
-        Some(Fill::Value(Literal::Integer(v))) => match i64::try_from(*v) {
-            Ok(v) => FillPlan::Value(Cell::Int(v)),
-            Err(_) => FillPlan::Value(Cell::Float(*v as f64)),
-        },
-        Some(Fill::Value(Literal::Float(v))) => FillPlan::Value(Cell::Float(*v)),
-        Some(Fill::Value(v)) => {
-            return Err(Error::Plan(format!(
-                "fill({v}): a number, null, none, previous or linear"
-            )))
-        }
-    };
-    let groups = groups(catalog, &measurement, &filters, &tag_keys);
+    let group_by = group_by(&s.group_by, catalog, &measurement)?;
+    let fill = fill_plan(s.fill.as_ref())?;
+    let groups = groups(catalog, &measurement, &filters, &group_by.tag_keys);
     let calls: Vec<_> = s.fields.iter().filter(|p| has_call(&p.expr)).collect();
-    let descending = s.descending.unwrap_or(false);
-    let offset = s.offset.unwrap_or(0);
+    let sel = Selection {
+        s,
+        catalog,
+        measurement,
+        filters,
+        group_by,
+        groups,
+    };
     let is_top = |p: &&crate::parse::Projection| matches!(&p.expr, Projected::Call { name, .. } if name == "top" || name == "bottom");
     if let Some(top) = calls.iter().copied().find(is_top) {
-        let Projected::Call {
-            name: top_name,
-            args,
-        } = &top.expr
-        else {
-            return Err(Error::Plan("top() needs a field and a count".into()));
-        };
-        if s.fields.len() != 1 {
-            return Err(Error::Plan(format!(
-                "selector function {top_name}() cannot be combined with other functions or fields"
-            )));
-        }
-        if interval_us.is_some() {
-            return Err(Error::Unsupported(format!(
-                "{top_name}() with GROUP BY time()"
-            )));
-        }
-        if args.len() != 2 {
-            return Err(Error::Unsupported(format!(
-                "{top_name}() with other than two arguments (field, N)"
-            )));
-        }
-        let (_, field) = plan_call("max", &args[..1], catalog, &measurement)?;
-        let n = match &args[1] {
-            CallArg::Expr(Expr::Literal(Literal::Integer(n))) if *n >= 1 => *n as u64,
-            _ => {
-                return Err(Error::Plan(format!(
-                    "{top_name}() needs a positive integer N as its last argument"
-                )))
-            }
-        };
-        let column = top.alias.as_ref().map_or(top_name.clone(), |a| a.0.clone());
-        return Ok(Plan::Top(crate::plan::TopPlan {
-            measurement,
-            groups,
-            time: filters.time,
-            field,
-            n,
-            column,
-            fields: filters.fields,
-            descending,
-            limit: s.limit,
-            offset,
-            bottom: top_name == "bottom",
-        }));
+        return plan_top(sel, top);
     }
     if !calls.is_empty() {
         if calls.len() != s.fields.len() {
@@ -448,71 +347,156 @@ pub fn plan_select(s: &SelectStatement, catalog: &Catalog, now_ns: i128) -> Resu
                 "mixing aggregate and non-aggregate queries is not supported".into(),
             ));
         }
-        let mut taken = BTreeMap::new();
-        let mut out = Vec::new();
-        let all_plain = s.fields.iter().all(|p| plain_call(&p.expr));
-        let mut outputs = Vec::new();
-        for p in &s.fields {
-            let o = output(
-                &p.expr,
-                catalog,
-                &measurement,
-                &mut out,
-                s.fields.len() == 1,
-            )?;
-            if matches!(o, Out::Transform(..)) && interval_us.is_none() {
-                return Err(Error::Unsupported(format!(
-                    "{} without GROUP BY time() (transformations of raw values)",
-                    p.expr
-                )));
-            }
-            let name = match &p.alias {
-                Some(a) => a.0.clone(),
-                None => expr_name(&p.expr),
-            };
-            let column = unique_column(&name, &mut taken);
-            if all_plain {
-                if let Out::Call(k) = o {
-                    out[k].column = column;
-                }
-            } else {
-                outputs.push((column, o));
-            }
-        }
-        let mut time = filters.time;
-        if interval_us.is_some() && time.hi_ns.is_none() {
-            // InfluxDB ends GROUP BY time() windows at now() by default.
-            time.hi_ns = Some(now_ns);
-        }
-        let selector_time =
-            all_plain && interval_us.is_none() && out.len() == 1 && out[0].func.is_selector();
-        return Ok(Plan::Aggregate(AggregatePlan {
-            measurement,
-            groups,
-            time,
-            interval_us,
-            bucket_offset_us,
-            fill,
-            lead_buckets: outputs
-                .iter()
-                .map(|(_, o)| match o {
-                    Out::Transform(Transform::MovingAverage(n), _) => *n as u64 - 1,
-                    Out::Transform(Transform::CumulativeSum, _) => 0,
-                    Out::Transform(..) => 1,
-                    _ => 0,
-                })
-                .max()
-                .unwrap_or(0),
-            calls: out,
-            outputs: (!all_plain).then_some(outputs),
-            fields: filters.fields,
-            selector_time,
-            descending,
-            limit: s.limit,
-            offset,
-        }));
+        return plan_aggregate(sel, fill, now_ns);
     }
-    if interval_us.is_some() {
+    plan_raw(sel)
+}
+
+/// What every kind of SELECT plan starts from: the statement, the
+/// measurement it reads, its WHERE filters and GROUP BY, and the groups of
+/// series they select.
+struct Selection<'a> {
+    s: &'a SelectStatement,
+    catalog: &'a Catalog,
+    measurement: String,
+    filters: Filters,
+    group_by: GroupBy,
+    groups: Vec<Group>,
+}
+
+/// Plans `top(field, N)` or `bottom(field, N)`, which must be the only
+/// projection, with no `GROUP BY time()`.
+fn plan_top(sel: Selection<'_>, top: &crate::parse::Projection) -> Result<Plan> {
+    let s = sel.s;
+    let Projected::Call {
+        name: top_name,
+        args,
+    } = &top.expr
+    else {
+        return Err(Error::Plan("top() needs a field and a count".into()));
+    };
+    if s.fields.len() != 1 {
+        return Err(Error::Plan(format!(
+            "selector function {top_name}() cannot be combined with other functions or fields"
+        )));
+    }
+    if sel.group_by.interval_us.is_some() {
+        return Err(Error::Unsupported(format!(
+            "{top_name}() with GROUP BY time()"
+        )));
+    }
+    if args.len() != 2 {
+        return Err(Error::Unsupported(format!(
+            "{top_name}() with other than two arguments (field, N)"
+        )));
+    }
+    let (_, field) = plan_call("max", &args[..1], sel.catalog, &sel.measurement)?;
+    let n = match &args[1] {
+        CallArg::Expr(Expr::Literal(Literal::Integer(n))) if *n >= 1 => *n as u64,
+        _ => {
+            return Err(Error::Plan(format!(
+                "{top_name}() needs a positive integer N as its last argument"
+            )))
+        }
+    };
+    let column = top.alias.as_ref().map_or(top_name.clone(), |a| a.0.clone());
+    Ok(Plan::Top(crate::plan::TopPlan {
+        measurement: sel.measurement,
+        groups: sel.groups,
+        time: sel.filters.time,
+        field,
+        n,
+        column,
+        fields: sel.filters.fields,
+        descending: s.descending.unwrap_or(false),
+        limit: s.limit,
+        offset: s.offset.unwrap_or(0),
+        bottom: top_name == "bottom",
+    }))
+}
+
+/// Plans a SELECT whose projections are all aggregates (or arithmetic and
+/// transformations of them), filling empty buckets as `fill` says;
+/// `GROUP BY time()` windows end at `now_ns` unless the WHERE ends them.
+fn plan_aggregate(sel: Selection<'_>, fill: FillPlan, now_ns: i128) -> Result<Plan> {
+    let s = sel.s;
+    let interval_us = sel.group_by.interval_us;
+    let mut taken = BTreeMap::new();
+    let mut out = Vec::new();
+    let all_plain = s.fields.iter().all(|p| plain_call(&p.expr));
+    let mut outputs = Vec::new();
+    for p in &s.fields {
+        let o = output(
+            &p.expr,
+            sel.catalog,
+            &sel.measurement,
+            &mut out,
+            s.fields.len() == 1,
+        )?;
+        if matches!(o, Out::Transform(..)) && interval_us.is_none() {
+            return Err(Error::Unsupported(format!(
+                "{} without GROUP BY time() (transformations of raw values)",
+                p.expr
+            )));
+        }
+        let name = match &p.alias {
+            Some(a) => a.0.clone(),
+            None => expr_name(&p.expr),
+        };
+        let column = unique_column(&name, &mut taken);
+        if all_plain {
+            if let Out::Call(k) = o {
+                out[k].column = column;
+            }
+        } else {
+            outputs.push((column, o));
+        }
+    }
+    let mut time = sel.filters.time;
+    if interval_us.is_some() && time.hi_ns.is_none() {
+        // InfluxDB ends GROUP BY time() windows at now() by default.
+        time.hi_ns = Some(now_ns);
+    }
+    let selector_time =
+        all_plain && interval_us.is_none() && out.len() == 1 && out[0].func.is_selector();
+    Ok(Plan::Aggregate(AggregatePlan {
+        measurement: sel.measurement,
+        groups: sel.groups,
+        time,
+        interval_us,
+        bucket_offset_us: sel.group_by.bucket_offset_us,
+        fill,
+        lead_buckets: lead_buckets(&outputs),
+        calls: out,
+        outputs: (!all_plain).then_some(outputs),
+        fields: sel.filters.fields,
+        selector_time,
+        descending: s.descending.unwrap_or(false),
+        limit: s.limit,
+        offset: s.offset.unwrap_or(0),
+    }))
+}
+
+/// Buckets before the window the transformations among `outputs` need
+/// (the most any of them needs).
+fn lead_buckets(outputs: &[(String, Out)]) -> u64 {
+    outputs
+        .iter()
+        .map(|(_, o)| match o {
+            Out::Transform(Transform::MovingAverage(n), _) => *n as u64 - 1,
+            Out::Transform(Transform::CumulativeSum, _) => 0,
+            Out::Transform(..) => 1,
+            _ => 0,
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// Plans a SELECT of raw values: fields and tags by name or `*`, at least
+/// one field among them; no `GROUP BY time()`.
+fn plan_raw(sel: Selection<'_>) -> Result<Plan> {
+    let s = sel.s;
+    if sel.group_by.interval_us.is_some() {
         return Err(Error::Plan(
             "GROUP BY requires at least one aggregate function".into(),
         ));
@@ -522,32 +506,16 @@ pub fn plan_select(s: &SelectStatement, catalog: &Catalog, now_ns: i128) -> Resu
     for p in &s.fields {
         match &p.expr {
             Projected::Wildcard => {
-                let mut all: Vec<(String, Column)> = catalog
-                    .field_names(&measurement)
-                    .into_iter()
-                    .filter_map(|f| {
-                        catalog
-                            .field(&measurement, &f)
-                            .map(|d| (f.clone(), Column::Field(d)))
-                    })
-                    .chain(
-                        catalog
-                            .tag_keys(&measurement)
-                            .into_iter()
-                            .filter(|k| !tag_keys.contains(k))
-                            .map(|k| (k.clone(), Column::Tag(k))),
-                    )
-                    .collect();
-                all.sort_by(|a, b| a.0.cmp(&b.0));
-                for (name, c) in all {
+                for (name, c) in wildcard_columns(&sel) {
                     columns.push((unique_column(&name, &mut taken), c));
                 }
             }
             Projected::Identifier(id) if id.as_str() == "time" => {}
             Projected::Identifier(id) => {
-                let c = if let Some(d) = catalog.field(&measurement, id.as_str()) {
+                let (catalog, measurement) = (sel.catalog, &sel.measurement);
+                let c = if let Some(d) = catalog.field(measurement, id.as_str()) {
                     Column::Field(d)
-                } else if catalog.is_tag(&measurement, id.as_str()) {
+                } else if catalog.is_tag(measurement, id.as_str()) {
                     Column::Tag(id.0.clone())
                 } else {
                     return Err(Error::Plan(format!(
@@ -571,13 +539,37 @@ pub fn plan_select(s: &SelectStatement, catalog: &Catalog, now_ns: i128) -> Resu
         ));
     }
     Ok(Plan::Raw(RawPlan {
-        measurement,
-        groups,
-        time: filters.time,
+        measurement: sel.measurement,
+        groups: sel.groups,
+        time: sel.filters.time,
         columns,
-        fields: filters.fields,
-        descending,
+        fields: sel.filters.fields,
+        descending: s.descending.unwrap_or(false),
         limit: s.limit,
-        offset,
+        offset: s.offset.unwrap_or(0),
     }))
+}
+
+/// The columns `*` stands for: every field and every tag not grouped by,
+/// sorted by name.
+fn wildcard_columns(sel: &Selection<'_>) -> Vec<(String, Column)> {
+    let (catalog, measurement) = (sel.catalog, &sel.measurement);
+    let mut all: Vec<(String, Column)> = catalog
+        .field_names(measurement)
+        .into_iter()
+        .filter_map(|f| {
+            catalog
+                .field(measurement, &f)
+                .map(|d| (f.clone(), Column::Field(d)))
+        })
+        .chain(
+            catalog
+                .tag_keys(measurement)
+                .into_iter()
+                .filter(|k| !sel.group_by.tag_keys.contains(k))
+                .map(|k| (k.clone(), Column::Tag(k))),
+        )
+        .collect();
+    all.sort_by(|a, b| a.0.cmp(&b.0));
+    all
 }

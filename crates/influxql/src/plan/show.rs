@@ -81,8 +81,10 @@ fn limited<T>(mut v: Vec<T>, limit: Option<u64>) -> Vec<T> {
     v
 }
 
+/// Whether a name (of a measurement or tag key) is listed.
+type NameTest = Box<dyn Fn(&str) -> bool>;
+
 /// Plans a SHOW statement.
-#[allow(clippy::too_many_lines)] // Came in over the 100-line limit as it was enforced (issue 20 merge); split pending.
 pub fn plan_show(s: &ShowStatement, catalog: &Catalog) -> Result<ShowPlan> {
     Ok(match s {
         ShowStatement::Databases => ShowPlan::Databases,
@@ -92,22 +94,7 @@ pub fn plan_show(s: &ShowStatement, catalog: &Catalog) -> Result<ShowPlan> {
             condition,
             limit,
         } => {
-            let test: Box<dyn Fn(&str) -> bool> = match with {
-                None => Box::new(|_| true),
-                Some((equal, Literal::Regex(r))) => {
-                    let p = Pattern::compile(r)?;
-                    let equal = *equal;
-                    Box::new(move |m| p.is_match(m) == equal)
-                }
-                Some((equal, l)) => {
-                    let name = match l {
-                        Literal::String(s) => s.clone(),
-                        l => l.to_string(),
-                    };
-                    let equal = *equal;
-                    Box::new(move |m| (m == name) == equal)
-                }
-            };
+            let test = measurement_test(with.as_ref())?;
             let names = selected(catalog, None, condition.as_ref())?
                 .into_iter()
                 .filter(|(m, series)| test(m) && !series.is_empty())
@@ -131,20 +118,7 @@ pub fn plan_show(s: &ShowStatement, catalog: &Catalog) -> Result<ShowPlan> {
         }
         ShowStatement::TagKeys { from, condition } => {
             let from = measurement(from, catalog)?;
-            let out = selected(catalog, from, condition.as_ref())?
-                .into_iter()
-                .map(|(m, series)| {
-                    let mut keys: Vec<String> = series
-                        .iter()
-                        .flat_map(|s| s.schema.tags.iter().map(|(k, _)| k.clone()))
-                        .collect();
-                    keys.sort();
-                    keys.dedup();
-                    (m, keys)
-                })
-                .filter(|(_, keys)| !keys.is_empty())
-                .collect();
-            ShowPlan::TagKeys(out)
+            ShowPlan::TagKeys(tag_keys(selected(catalog, from, condition.as_ref())?))
         }
         ShowStatement::TagValues {
             from,
@@ -153,45 +127,99 @@ pub fn plan_show(s: &ShowStatement, catalog: &Catalog) -> Result<ShowPlan> {
             limit,
         } => {
             let from = measurement(from, catalog)?;
-            let test: Box<dyn Fn(&str) -> bool> = match key {
-                KeySelector::Equal(k) => {
-                    let k = k.0.clone();
-                    Box::new(move |t| t == k)
-                }
-                KeySelector::NotEqual(k) => {
-                    let k = k.0.clone();
-                    Box::new(move |t| t != k)
-                }
-                KeySelector::In(keys) => {
-                    let keys: Vec<String> = keys.iter().map(|k| k.0.clone()).collect();
-                    Box::new(move |t| keys.iter().any(|k| k == t))
-                }
-                KeySelector::Regex(r) => {
-                    let p = Pattern::compile(r)?;
-                    Box::new(move |t| p.is_match(t))
-                }
-                KeySelector::NotRegex(r) => {
-                    let p = Pattern::compile(r)?;
-                    Box::new(move |t| !p.is_match(t))
-                }
-            };
-            let out = selected(catalog, from, condition.as_ref())?
-                .into_iter()
-                .map(|(m, series)| {
-                    let mut pairs: Vec<(String, String)> = series
-                        .iter()
-                        .flat_map(|s| s.schema.tags.iter())
-                        .filter(|(k, _)| test(k))
-                        .cloned()
-                        .collect();
-                    pairs.sort();
-                    pairs.dedup();
-                    (m, limited(pairs, *limit))
-                })
-                .filter(|(_, pairs)| !pairs.is_empty())
-                .collect();
-            ShowPlan::TagValues(out)
+            let test = key_test(key)?;
+            let selected = selected(catalog, from, condition.as_ref())?;
+            ShowPlan::TagValues(tag_values(selected, &test, *limit))
         }
         ShowStatement::FieldKeys { from } => ShowPlan::FieldKeys(measurement(from, catalog)?),
     })
+}
+
+/// Which measurement names `WITH MEASUREMENT` keeps (all without one).
+fn measurement_test(with: Option<&(bool, Literal)>) -> Result<NameTest> {
+    Ok(match with {
+        None => Box::new(|_| true),
+        Some((equal, Literal::Regex(r))) => {
+            let p = Pattern::compile(r)?;
+            let equal = *equal;
+            Box::new(move |m| p.is_match(m) == equal)
+        }
+        Some((equal, l)) => {
+            let name = match l {
+                Literal::String(s) => s.clone(),
+                l => l.to_string(),
+            };
+            let equal = *equal;
+            Box::new(move |m| (m == name) == equal)
+        }
+    })
+}
+
+/// Each measurement's tag keys over its `selected` series, sorted, each
+/// once; measurements without any are left out.
+fn tag_keys(selected: Vec<(String, Vec<&Series>)>) -> Vec<(String, Vec<String>)> {
+    selected
+        .into_iter()
+        .map(|(m, series)| {
+            let mut keys: Vec<String> = series
+                .iter()
+                .flat_map(|s| s.schema.tags.iter().map(|(k, _)| k.clone()))
+                .collect();
+            keys.sort();
+            keys.dedup();
+            (m, keys)
+        })
+        .filter(|(_, keys)| !keys.is_empty())
+        .collect()
+}
+
+/// Which tag keys `WITH KEY` keeps.
+fn key_test(key: &KeySelector) -> Result<NameTest> {
+    Ok(match key {
+        KeySelector::Equal(k) => {
+            let k = k.0.clone();
+            Box::new(move |t| t == k)
+        }
+        KeySelector::NotEqual(k) => {
+            let k = k.0.clone();
+            Box::new(move |t| t != k)
+        }
+        KeySelector::In(keys) => {
+            let keys: Vec<String> = keys.iter().map(|k| k.0.clone()).collect();
+            Box::new(move |t| keys.iter().any(|k| k == t))
+        }
+        KeySelector::Regex(r) => {
+            let p = Pattern::compile(r)?;
+            Box::new(move |t| p.is_match(t))
+        }
+        KeySelector::NotRegex(r) => {
+            let p = Pattern::compile(r)?;
+            Box::new(move |t| !p.is_match(t))
+        }
+    })
+}
+
+/// Each measurement's (key, value) pairs over its `selected` series whose
+/// key passes `test`, sorted, each once, at most `limit` per measurement;
+/// measurements without any are left out.
+fn tag_values(
+    selected: Vec<(String, Vec<&Series>)>,
+    test: &dyn Fn(&str) -> bool,
+    limit: Option<u64>,
+) -> Vec<(String, Vec<(String, String)>)> {
+    selected
+        .into_iter()
+        .map(|(m, series)| {
+            let mut pairs: Vec<(String, String)> = series
+                .iter()
+                .flat_map(|s| s.schema.tags.iter())
+                .filter(|(k, _)| test(k))
+                .cloned()
+                .collect();
+            pairs.sort();
+            pairs.dedup();
+            (m, limited(pairs, limit))
+        })
+        .filter(|(_, pairs)| !pairs.is_empty())
+        .collect()
 }

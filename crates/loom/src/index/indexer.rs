@@ -19,7 +19,7 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
-use crate::index::bins::BinSummary;
+use crate::bin_summary::BinSummary;
 use crate::index::state::IndexState;
 use crate::index::summaries::{IndexSnapshot, SourceSummaries, Summariser};
 use crate::log::chunk::{ChunkHeader, HEADER_LEN};

@@ -1,7 +1,7 @@
 //! Range-index summaries as readers see them, and how one chunk is
 //! summarised (shared by the indexer thread and recovery).
 
-use crate::index::bins::BinSummary;
+use crate::bin_summary::BinSummary;
 use crate::index::state::IndexState;
 use crate::log::record::for_each_bytes;
 use crate::log::slab::{AppendVec, AppendView};

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 
+use crate::bin_summary::BinSummary;
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::index::bins::BinSummary;
 use crate::index::directory::{ChunkEntry, Directory};
 use crate::index::indexer::{IndexMsg, Indexer, SegmentIndexing};
 use crate::index::state::IndexState;

@@ -20,10 +20,12 @@ use crate::result::{Cell, SeriesResult, StatementResult};
 
 mod columns;
 mod filling;
+mod intervals;
 mod stats;
 
 use columns::*;
 pub(crate) use filling::fill;
+use intervals::interval_rows;
 use stats::*;
 
 /// One function's value and, for selectors, the selected point's time (µs).
@@ -374,61 +376,7 @@ fn bucket(
     ))
 }
 
-/// Records per time bucket when every call is a plain `count()` and the
-/// buckets are small next to the chunks: then one scan of each series over
-/// the window (a few decodes per record) beats one time-index lookup per
-/// bucket, each of which decodes the bucket's chunk from its start. `None`
-/// when the per-bucket path is as cheap (few records per bucket's chunk
-/// share) or the plan is not count-only. Buckets start at `first` (µs),
-/// every `iv`; those before `start` (lead buckets) count whole, the others
-/// only records within `[t0, t1]`, as [`bucket`] windows them.
-fn counts_by_scan(
-    snap: &Snapshot,
-    plan: &AggregatePlan,
-    group: &Group,
-    (first, start, t0, t1, iv): (i128, i128, i128, i128, i128),
-    limits: &Limits,
-    access: &Access,
-) -> Result<Option<Vec<u64>>> {
-    /// Records a chunk holds, roughly: below this many per bucket, the
-    /// per-bucket lookups decode more than one scan does.
-    const SCAN_BELOW_PER_BUCKET: u64 = 1000;
-    let count_only = plan.fields.is_empty()
-        && !group.filtered()
-        && access.all_indexes()
-        && !plan.calls.is_empty()
-        && plan.calls.iter().all(|c| c.func == Func::Count);
-    if !count_only || t1 < 0 {
-        return Ok(None);
-    }
-    let n_buckets = ((t1 - first) / iv + 1) as u64;
-    let (lo, hi) = (first.min(t0).max(0) as u64, t1 as u64);
-    let kept = |ts: i128| ts < start || ts >= t0;
-    let mut total = 0;
-    for s in &group.series {
-        total += snap.count(s.id, lo, hi)?;
-    }
-    if total >= n_buckets.saturating_mul(SCAN_BELOW_PER_BUCKET) {
-        return Ok(None);
-    }
-    let mut counts = vec![0u64; n_buckets as usize];
-    let mut ticker = Ticker::new(limits);
-    for s in &group.series {
-        snap.scan(s.id, lo, hi, |ts, _| {
-            let ts = i128::from(ts);
-            if ticker.tick() && kept(ts) {
-                if let Some(c) = counts.get_mut(((ts - first) / iv) as usize) {
-                    *c += 1;
-                }
-            }
-        })?;
-    }
-    ticker.result()?;
-    Ok(Some(counts))
-}
-
 /// Runs an aggregate plan.
-#[allow(clippy::too_many_lines)] // Came in over the 100-line limit as it was enforced (issue 20 merge); split pending.
 pub fn execute(
     snap: &Snapshot,
     plan: &AggregatePlan,
@@ -436,109 +384,19 @@ pub fn execute(
     access: &mut Access,
 ) -> Result<StatementResult> {
     let mut result = StatementResult::default();
-    let mut columns = vec!["time".to_string()];
-    match &plan.outputs {
-        Some(outs) => columns.extend(outs.iter().map(|(n, _)| n.clone())),
-        None => columns.extend(plan.calls.iter().map(|c| c.column.clone())),
-    }
+    let columns = column_names(plan);
     let mut total_rows = 0usize;
     for group in &plan.groups {
-        let Some((mut t0, t1)) = plan.time.to_us() else {
+        let Some(window) = plan.time.to_us() else {
             continue;
         };
-        let mut rows: Vec<Vec<Cell>> = Vec::new();
-        match plan.interval_us {
-            None => {
-                let (points, cells) = bucket(snap, plan, group, (t0, t1), limits, access)?;
-                if points > 0 {
-                    let time = match (plan.selector_time, cells.first()) {
-                        (true, Some((Cell::Null, _))) => None,
-                        (true, Some((_, Some(t)))) => Some(i128::from(*t) * 1000),
-                        _ => Some(plan.time.lo_ns.unwrap_or(0)),
-                    };
-                    if let Some(time) = time {
-                        let mut row = vec![Cell::Time(time)];
-                        row.extend(cells.into_iter().map(|(c, _)| c));
-                        rows.push(row);
-                    }
-                }
-            }
-            Some(iv) => {
-                if plan.time.lo_ns.is_none() {
-                    // No lower bound: start at the group's first record.
-                    let first = group
-                        .series
-                        .iter()
-                        .filter_map(|s| snap.time_span(s.id).map(|(a, _)| a))
-                        .min();
-                    match first {
-                        Some(f) => t0 = t0.max(f),
-                        None => continue,
-                    }
-                }
-                if t0 > t1 {
-                    continue;
-                }
-                // Buckets start `offset` past multiples of the interval; the
-                // first is the one holding t0 (it may start before the epoch).
-                let (t0i, t1i, ivi) = (i128::from(t0), i128::from(t1), i128::from(iv));
-                let off = i128::from(plan.bucket_offset_us);
-                let start = t0i - (t0i - off).rem_euclid(ivi);
-                // Transformations need buckets before the window (InfluxDB
-                // extends the range by them, then shows only the window).
-                // Capped so the product below cannot overflow; the row limit
-                // refuses such a range anyway.
-                let lead = if plan.time.lo_ns.is_some() {
-                    i128::from(plan.lead_buckets.min(1 << 32))
-                } else {
-                    0
-                };
-                let first = start - lead * ivi;
-                let n_buckets = (t1i - first) / ivi + 1;
-                limits.rows(usize::try_from(n_buckets).unwrap_or(usize::MAX))?;
-                let mut any = false;
-                let counted = counts_by_scan(
-                    snap,
-                    plan,
-                    group,
-                    (first, start, t0i, t1i, ivi),
-                    limits,
-                    access,
-                )?;
-                let mut buckets: Vec<(i128, Option<Vec<Cell>>)> = Vec::new();
-                let mut b = first;
-                while b <= t1i {
-                    let lo = if b < start { b } else { b.max(t0i) }.max(0);
-                    let hi = (b + ivi - 1).min(t1i);
-                    let cells = if hi < 0 {
-                        None
-                    } else if let Some(counts) = &counted {
-                        let n = counts[((b - first) / ivi) as usize];
-                        any |= n > 0 && b >= start;
-                        (n > 0).then(|| plan.calls.iter().map(|_| Cell::UInt(n)).collect())
-                    } else {
-                        let (points, cells) =
-                            bucket(snap, plan, group, (lo as u64, hi as u64), limits, access)?;
-                        any |= points > 0 && b >= start;
-                        (points > 0).then(|| cells.into_iter().map(|(c, _)| c).collect())
-                    };
-                    buckets.push((b * 1000, cells));
-                    b += ivi;
-                }
-                if any {
-                    rows = fill(&plan.fill, &plan.calls, buckets);
-                }
-                if let Some(outs) = &plan.outputs {
-                    rows = outputs(outs, rows);
-                }
-                rows.retain(|r| !matches!(r.first(), Some(Cell::Time(t)) if *t < start * 1000));
-            }
-        }
-        if plan.interval_us.is_none() {
-            if let Some(outs) = &plan.outputs {
-                rows = outputs(outs, rows);
-            }
-        }
+        let rows = match plan.interval_us {
+            None => whole_window_rows(snap, plan, group, window, limits, access)?,
+            Some(iv) => match interval_rows(snap, plan, group, window, iv, limits, access)? {
+                Some(rows) => rows,
+                None => continue,
+            },
+        };
         let series = SeriesResult {
             name: plan.measurement.clone(),
             tags: group.tags.clone(),
@@ -548,6 +406,48 @@ pub fn execute(
         add_series(&mut result, &mut total_rows, limits, series)?;
     }
     Ok(result)
+}
+
+/// The result's columns: `time`, then the outputs if the plan has them,
+/// else one per call.
+fn column_names(plan: &AggregatePlan) -> Vec<String> {
+    let mut columns = vec!["time".to_string()];
+    match &plan.outputs {
+        Some(outs) => columns.extend(outs.iter().map(|(n, _)| n.clone())),
+        None => columns.extend(plan.calls.iter().map(|c| c.column.clone())),
+    }
+    columns
+}
+
+/// Rows of `group` without time buckets over `[t0, t1]` µs: none when no
+/// point matched, else one, timed at the selected point (one selector
+/// alone) or at the window's lower bound.
+fn whole_window_rows(
+    snap: &Snapshot,
+    plan: &AggregatePlan,
+    group: &Group,
+    (t0, t1): (u64, u64),
+    limits: &Limits,
+    access: &mut Access,
+) -> Result<Vec<Vec<Cell>>> {
+    let mut rows: Vec<Vec<Cell>> = Vec::new();
+    let (points, cells) = bucket(snap, plan, group, (t0, t1), limits, access)?;
+    if points > 0 {
+        let time = match (plan.selector_time, cells.first()) {
+            (true, Some((Cell::Null, _))) => None,
+            (true, Some((_, Some(t)))) => Some(i128::from(*t) * 1000),
+            _ => Some(plan.time.lo_ns.unwrap_or(0)),
+        };
+        if let Some(time) = time {
+            let mut row = vec![Cell::Time(time)];
+            row.extend(cells.into_iter().map(|(c, _)| c));
+            rows.push(row);
+        }
+    }
+    if let Some(outs) = &plan.outputs {
+        rows = outputs(outs, rows);
+    }
+    Ok(rows)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::fs;
 use std::io::Read;
 
-use crate::index::bins::BinSummary;
+use crate::bin_summary::BinSummary;
 use crate::log::chunk::{padded, ChunkHeader, CHUNK_MAGIC, HEADER_LEN};
 use crate::storage::frame::FrameLoc;
 use crate::storage::layout::Layout;

@@ -29,8 +29,8 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::time::Instant;
 
+use crate::bin_summary::BinSummary;
 use crate::error::{Error, Result};
-use crate::index::bins::BinSummary;
 use crate::log::chunk::{ChunkHeader, NO_CHUNK};
 use crate::storage::frame::{self, FrameLoc};
 use crate::storage::layout::Layout;
