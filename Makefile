@@ -51,11 +51,13 @@ test: deps
 
 # What CI runs before the tests (.ci/run): formatting, clippy with every
 # warning an error (the workspace's lints, e.g. too_many_lines, are in
-# Cargo.toml's [workspace.lints] and clippy.toml), and the file-length rule.
+# Cargo.toml's [workspace.lints] and clippy.toml), the file-length rule and no
+# import cycle between a crate's top-level modules.
 lint: deps
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	bash scripts/check-file-length.sh
+	python3 scripts/check-module-cycles.py
 
 # Engine-only demo: generated telemetry ingested at full speed while another
 # thread asks windowed questions, each answer checked against brute force.

@@ -1,6 +1,6 @@
 //! Counters shared by receivers, the ingest thread and the reporter.
 
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use loom::ConnectionGate;
@@ -52,7 +52,7 @@ pub struct Counters {
     /// content type, missing token).
     pub otlp_bad_requests: AtomicU64,
     /// `/write`'s counters (points stored, refused by reason, late).
-    pub write: Arc<crate::write::WriteCounters>,
+    pub write: Arc<WriteCounters>,
     /// Each listener's connection bound, with its counts of connections
     /// refused and closed for idling.
     pub gates: Gates,
@@ -115,5 +115,43 @@ impl Counters {
     /// Reads a counter.
     pub fn get(c: &AtomicU64) -> u64 {
         endpoint::Counters::get(c)
+    }
+}
+
+/// What `/write` counted since start (loom-app's progress, `Final /write`
+/// and `STATS` lines print them).
+#[derive(Debug, Default)]
+pub struct WriteCounters {
+    /// Requests answered 204 (every point stored).
+    pub requests_ok: AtomicU64,
+    /// Requests refused whole (bad parameters, body, token, nothing parsed).
+    pub requests_refused: AtomicU64,
+    /// Requests answered "retry later" (503: queue full, stopping, not
+    /// durable in time).
+    pub requests_throttled: AtomicU64,
+    /// Lines that were not line protocol (or not UTF-8), each refused alone.
+    pub bad_lines: AtomicU64,
+    /// Points refused alone, every reason (the sum of the next five).
+    pub points_refused: AtomicU64,
+    /// Of those: fields that do not fit the measurement's (type or set).
+    pub refused_conflict: AtomicU64,
+    /// Of those: over the one series limit (`--max-series`).
+    pub refused_series_limit: AtomicU64,
+    /// Of those: not storable as sent (boolean, sub-µs or pre-1970 time,
+    /// names, size, reserved measurement).
+    pub refused_unstorable: AtomicU64,
+    /// Of those: too late for the reorder window (older than their
+    /// series' newest stored point; never stored at another time).
+    pub refused_late: AtomicU64,
+    /// Of those: refused by the engine.
+    pub refused_not_stored: AtomicU64,
+    /// Points stored (durable with durable acknowledgements).
+    pub points_stored: AtomicU64,
+}
+
+impl WriteCounters {
+    /// A counter's value.
+    pub fn get(c: &AtomicU64) -> u64 {
+        c.load(Ordering::Relaxed)
     }
 }

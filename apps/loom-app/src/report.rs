@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use crate::counters::Counters;
-use crate::write::WriteCounters;
+use crate::counters::WriteCounters;
 
 /// Prints `Records received: r, dropped: d, total received R dropped D,
 /// not stored n, late m, otlp accepted a rejected j throttled t,

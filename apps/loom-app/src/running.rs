@@ -16,11 +16,11 @@ use loom::{Reader, Writer};
 
 use crate::cli::Cli;
 use crate::counters::Counters;
+use crate::counters::WriteCounters;
 use crate::ingest::IngestEnd;
 use crate::otlp_ingest;
 use crate::queries::Query;
 use crate::schedule::{print_answer, ABLATION_MARGIN_US, ABLATION_WINDOW_US};
-use crate::write::WriteCounters;
 
 /// The threads a running app joins when it ends.
 pub(crate) struct Threads {
