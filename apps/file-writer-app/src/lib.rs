@@ -15,7 +15,7 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use telemetry::wire::{encode_control, FrameReader, FrameType, Hello, Incoming, Welcome};
+use telemetry::wire::{encode_control, sender, FrameReader, FrameType, Hello, Incoming, Welcome};
 use telemetry::WireError;
 use thiserror::Error;
 
@@ -176,11 +176,8 @@ fn welcome(stream: &mut impl Write) -> Result<(), FileWriterError> {
         flags: 0,
         receiver: format!("file-writer-app {}", env!("CARGO_PKG_VERSION")),
     };
-    let now_us = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as u64);
     let mut f = Vec::new();
-    encode_control(FrameType::Welcome, 0, now_us, &w.encode(), &mut f)?;
+    encode_control(FrameType::Welcome, 0, sender::now_us(), &w.encode(), &mut f)?;
     stream
         .write_all(&f)
         .and_then(|()| stream.flush())

@@ -1,6 +1,6 @@
 //! Counters shared by receivers, the ingest thread and the reporter.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use loom::ConnectionGate;
@@ -147,11 +147,4 @@ pub struct WriteCounters {
     pub refused_not_stored: AtomicU64,
     /// Points stored (durable with durable acknowledgements).
     pub points_stored: AtomicU64,
-}
-
-impl WriteCounters {
-    /// A counter's value.
-    pub fn get(c: &AtomicU64) -> u64 {
-        c.load(Ordering::Relaxed)
-    }
 }

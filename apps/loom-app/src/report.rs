@@ -3,7 +3,6 @@
 use std::sync::Arc;
 
 use crate::counters::Counters;
-use crate::counters::WriteCounters;
 
 /// Prints `Records received: r, dropped: d, total received R dropped D,
 /// not stored n, late m, otlp accepted a rejected j throttled t,
@@ -48,10 +47,10 @@ impl Progress {
             Counters::get(&counters.otlp_throttled),
             counters.gates.refused(),
             counters.gates.timed_out(),
-            WriteCounters::get(&counters.write.points_stored),
-            WriteCounters::get(&counters.write.points_refused),
-            WriteCounters::get(&counters.write.refused_late),
-            WriteCounters::get(&counters.write.bad_lines),
+            Counters::get(&counters.write.points_stored),
+            Counters::get(&counters.write.points_refused),
+            Counters::get(&counters.write.refused_late),
+            Counters::get(&counters.write.bad_lines),
         ];
         let open: usize = counters.gates.all().iter().map(|g| g.open()).sum();
         println!(

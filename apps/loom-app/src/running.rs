@@ -16,7 +16,6 @@ use loom::{Reader, Writer};
 
 use crate::cli::Cli;
 use crate::counters::Counters;
-use crate::counters::WriteCounters;
 use crate::ingest::IngestEnd;
 use crate::otlp_ingest;
 use crate::queries::Query;
@@ -276,7 +275,7 @@ fn print_final(cli: &Cli, c: &Counters, data_us: u64, wall: Duration) {
         format!("{:?}", cli.otlp_ack).to_lowercase(),
     );
     let w = &c.write;
-    let get = WriteCounters::get;
+    let get = Counters::get;
     println!(
         "Final /write: requests ok {}, refused {}, throttled {} (retry later), lines unable to parse {}, points stored {}, refused {} (field conflict {}, series limit {}, not storable as sent {}, late {}, not stored {})",
         get(&w.requests_ok),
