@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use workload::Destination;
+pub use workload::{Destination, RunSettings};
 
 /// The workload's settings; see each field for its default.
 #[derive(Debug, Clone)]
@@ -20,10 +20,6 @@ pub struct WorkloadConfig {
     pub key_space: u64,
     /// Bytes per written value (default 128).
     pub value_size: usize,
-    /// Measured run time after the warmup (default 60 s).
-    pub duration: Duration,
-    /// Time before telemetry and measurement start (default 15 s).
-    pub warmup: Duration,
     /// Directory holding one sub-directory per database; emptied at start.
     pub rocksdb_path: PathBuf,
     /// Drop the page cache this often (`None`: never). Default 10 s.
@@ -32,12 +28,8 @@ pub struct WorkloadConfig {
     pub syscalls: bool,
     /// Attach the page-cache probe to this process.
     pub page_cache: bool,
-    /// Where telemetry goes.
-    pub destination: Destination,
-    /// Records per batch from each worker thread (default 256).
-    pub batch_size: usize,
-    /// Batches the channel to the sender holds before new ones are dropped (default 4096).
-    pub channel_batches: usize,
+    /// Run time, warmup, destination and batching, as every workload has.
+    pub run: RunSettings,
 }
 
 impl Default for WorkloadConfig {
@@ -49,15 +41,17 @@ impl Default for WorkloadConfig {
             hot_keys: 100_000,
             key_space: 100_000_000,
             value_size: 128,
-            duration: Duration::from_secs(60),
-            warmup: Duration::from_secs(15),
             rocksdb_path: PathBuf::from("/tmp/loom-rocksdb-workload"),
             drop_caches_interval: Some(Duration::from_secs(10)),
             syscalls: false,
             page_cache: false,
-            destination: Destination::Noop,
-            batch_size: 256,
-            channel_batches: 4096,
+            run: RunSettings {
+                duration: Duration::from_secs(60),
+                warmup: Duration::from_secs(15),
+                destination: Destination::Noop,
+                batch_size: 256,
+                channel_batches: 4096,
+            },
         }
     }
 }
@@ -84,7 +78,7 @@ impl WorkloadConfig {
         if self.hot_keys == 0 || self.key_space == 0 {
             return bad("--hot-keys and --key-space must be > 0");
         }
-        if self.batch_size == 0 || self.channel_batches == 0 {
+        if self.run.batch_size == 0 || self.run.channel_batches == 0 {
             return bad("--batch-size and --channel-batches must be > 0");
         }
         Ok(())

@@ -21,9 +21,9 @@ use std::sync::Arc;
 use probes::ProbeConfig;
 use rocksdb::DB;
 use telemetry::RecordingHeader;
-use workload::{Progress, Report, RunSettings, Shared, WorkerFn, Workload};
+use workload::{Progress, Report, Shared, WorkerFn, Workload};
 
-pub use config::{Destination, WorkloadConfig};
+pub use config::{Destination, RunSettings, WorkloadConfig};
 pub use error::WorkloadError;
 pub use workload::Summary;
 
@@ -78,13 +78,7 @@ impl Workload for RocksDb {
     type Error = WorkloadError;
 
     fn settings(&self) -> RunSettings {
-        RunSettings {
-            duration: self.config.duration,
-            warmup: self.config.warmup,
-            destination: self.config.destination.clone(),
-            batch_size: self.config.batch_size,
-            channel_batches: self.config.channel_batches,
-        }
+        self.config.run.clone()
     }
 
     fn header(&self) -> RecordingHeader {
@@ -101,7 +95,7 @@ impl Workload for RocksDb {
                 c.hot_keys,
                 c.key_space,
                 c.value_size,
-                c.duration.as_secs(),
+                c.run.duration.as_secs(),
                 c.syscalls,
                 c.page_cache
             ),

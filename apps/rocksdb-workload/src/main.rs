@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use rocksdb_workload::WorkloadConfig;
+use rocksdb_workload::{RunSettings, WorkloadConfig};
 use workload::cli::{self, DestinationArgs};
 
 /// Embedded RocksDB under a read-mostly load, sending KV op (and optionally
@@ -69,15 +69,17 @@ fn main() -> ExitCode {
         hot_keys: args.hot_keys,
         key_space: args.key_space,
         value_size: args.value_size,
-        duration: Duration::from_secs(args.duration_seconds),
-        warmup: Duration::from_secs(args.warmup_seconds),
         rocksdb_path: args.rocksdb_path.clone(),
         drop_caches_interval: (!args.no_drop_caches && args.drop_caches_interval_s > 0)
             .then(|| Duration::from_secs(args.drop_caches_interval_s)),
         syscalls: args.syscalls,
         page_cache: args.page_cache,
-        batch_size: args.batch_size,
-        ..WorkloadConfig::default()
+        run: RunSettings {
+            duration: Duration::from_secs(args.duration_seconds),
+            warmup: Duration::from_secs(args.warmup_seconds),
+            batch_size: args.batch_size,
+            ..WorkloadConfig::default().run
+        },
     };
     let phase = config.phase();
     cli::main(
@@ -85,10 +87,8 @@ fn main() -> ExitCode {
         phase,
         args.destination.destination(),
         |destination, interrupted, on_event| {
-            let config = WorkloadConfig {
-                destination,
-                ..config
-            };
+            let mut config = config;
+            config.run.destination = destination;
             let summary =
                 rocksdb_workload::run(config, interrupted, |p| println!("{p}"), on_event)?;
             Ok::<_, rocksdb_workload::WorkloadError>(cli::Finished {

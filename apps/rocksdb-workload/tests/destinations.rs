@@ -6,7 +6,7 @@ use std::net::TcpListener;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use rocksdb_workload::{Destination, WorkloadConfig};
+use rocksdb_workload::{Destination, RunSettings, WorkloadConfig};
 use telemetry::wire::FrameReader;
 use telemetry::wire::{self, FrameType, Hello, Incoming, Welcome};
 use telemetry::{Batch, Record, RecordingReader};
@@ -17,11 +17,14 @@ fn small(dir: &std::path::Path, destination: Destination) -> WorkloadConfig {
         threads_per_instance: 2,
         hot_keys: 1000,
         key_space: 100_000,
-        duration: Duration::from_secs(2),
-        warmup: Duration::from_millis(200),
         rocksdb_path: dir.join("db"),
         drop_caches_interval: None,
-        destination,
+        run: RunSettings {
+            duration: Duration::from_secs(2),
+            warmup: Duration::from_millis(200),
+            destination,
+            ..WorkloadConfig::default().run
+        },
         ..WorkloadConfig::default()
     }
 }

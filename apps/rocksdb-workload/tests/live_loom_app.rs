@@ -10,7 +10,7 @@
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use rocksdb_workload::{Destination, WorkloadConfig};
+use rocksdb_workload::{Destination, RunSettings, WorkloadConfig};
 use testing::{num, LoomApp};
 
 #[test]
@@ -37,13 +37,16 @@ fn live_p3_run_into_loom_app_arrives_whole_and_answers_queries() {
     let config = WorkloadConfig {
         instances: 2,
         threads_per_instance: 4,
-        duration: Duration::from_secs(20),
-        warmup: Duration::from_secs(2),
         rocksdb_path: data.path().to_path_buf(),
         drop_caches_interval: Some(Duration::from_secs(5)),
         syscalls: true,
         page_cache: true,
-        destination: Destination::Tcp(addr),
+        run: RunSettings {
+            duration: Duration::from_secs(20),
+            warmup: Duration::from_secs(2),
+            destination: Destination::Tcp(addr),
+            ..WorkloadConfig::default().run
+        },
         ..WorkloadConfig::default()
     };
     let summary = rocksdb_workload::run(config, &AtomicBool::new(false), |_| {}, |_| {})

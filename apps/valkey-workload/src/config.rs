@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use workload::Destination;
+pub use workload::{Destination, RunSettings};
 
 /// How request keys are picked among the loaded records.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -32,10 +32,6 @@ pub struct WorkloadConfig {
     pub distribution: KeyDistribution,
     /// Bytes per value (default 100).
     pub value_size: usize,
-    /// Measured run time after the warmup (default 60 s).
-    pub duration: Duration,
-    /// Time before telemetry and measurement start (default 5 s).
-    pub warmup: Duration,
     /// Each client stops after this many requests (warmup included), if set;
     /// the run then ends early when every client is done.
     pub max_requests_per_client: Option<u64>,
@@ -47,12 +43,8 @@ pub struct WorkloadConfig {
     pub syscalls: bool,
     /// Attach the packet probe to loopback for the server's port (phase P3).
     pub packets: bool,
-    /// Where telemetry goes.
-    pub destination: Destination,
-    /// Records per batch from each client thread (default 256).
-    pub batch_size: usize,
-    /// Batches the channel to the sender holds before new ones are dropped (default 4096).
-    pub channel_batches: usize,
+    /// Run time, warmup, destination and batching, as every workload has.
+    pub run: RunSettings,
 }
 
 impl Default for WorkloadConfig {
@@ -63,16 +55,18 @@ impl Default for WorkloadConfig {
             read_ratio: 0.5,
             distribution: KeyDistribution::Zipfian { constant: 0.99 },
             value_size: 100,
-            duration: Duration::from_secs(60),
-            warmup: Duration::from_secs(5),
             max_requests_per_client: None,
             server_binary: None,
             port: None,
             syscalls: false,
             packets: false,
-            destination: Destination::Noop,
-            batch_size: 256,
-            channel_batches: 4096,
+            run: RunSettings {
+                duration: Duration::from_secs(60),
+                warmup: Duration::from_secs(5),
+                destination: Destination::Noop,
+                batch_size: 256,
+                channel_batches: 4096,
+            },
         }
     }
 }
@@ -107,7 +101,7 @@ impl WorkloadConfig {
         if self.value_size == 0 {
             return bad("--value-size must be > 0");
         }
-        if self.batch_size == 0 || self.channel_batches == 0 {
+        if self.run.batch_size == 0 || self.run.channel_batches == 0 {
             return bad("--batch-size and the channel size must be > 0");
         }
         if self.port == Some(0) {

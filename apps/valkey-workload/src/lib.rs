@@ -26,9 +26,9 @@ use std::sync::Arc;
 
 use probes::ProbeConfig;
 use telemetry::RecordingHeader;
-use workload::{Progress, Report, RunSettings, Shared, WorkerFn, Workload};
+use workload::{Progress, Report, Shared, WorkerFn, Workload};
 
-pub use config::{Destination, KeyDistribution, WorkloadConfig};
+pub use config::{Destination, KeyDistribution, RunSettings, WorkloadConfig};
 pub use error::WorkloadError;
 pub use keys::{key, KeyChooser};
 pub use server::Server;
@@ -95,13 +95,7 @@ impl Workload for Valkey {
     type Error = WorkloadError;
 
     fn settings(&self) -> RunSettings {
-        RunSettings {
-            duration: self.config.duration,
-            warmup: self.config.warmup,
-            destination: self.config.destination.clone(),
-            batch_size: self.config.batch_size,
-            channel_batches: self.config.channel_batches,
-        }
+        self.config.run.clone()
     }
 
     fn header(&self) -> RecordingHeader {
@@ -119,7 +113,7 @@ impl Workload for Valkey {
                 c.read_ratio,
                 c.distribution,
                 c.value_size,
-                c.duration.as_secs(),
+                c.run.duration.as_secs(),
                 c.syscalls,
                 c.packets
             ),

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
-use valkey_workload::{KeyDistribution, WorkloadConfig};
+use valkey_workload::{KeyDistribution, RunSettings, WorkloadConfig};
 use workload::cli::{self, DestinationArgs};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -82,15 +82,17 @@ fn main() -> ExitCode {
             Distribution::Uniform => KeyDistribution::Uniform,
         },
         value_size: args.value_size,
-        duration: Duration::from_secs(args.duration_seconds),
-        warmup: Duration::from_secs(args.warmup_seconds),
         max_requests_per_client: args.max_requests_per_client,
         server_binary: args.server_binary.clone(),
         port: args.port,
         syscalls: args.syscalls,
         packets: args.packets,
-        batch_size: args.batch_size,
-        ..WorkloadConfig::default()
+        run: RunSettings {
+            duration: Duration::from_secs(args.duration_seconds),
+            warmup: Duration::from_secs(args.warmup_seconds),
+            batch_size: args.batch_size,
+            ..WorkloadConfig::default().run
+        },
     };
     let phase = config.phase();
     cli::main(
@@ -98,10 +100,8 @@ fn main() -> ExitCode {
         phase,
         args.destination.destination(),
         |destination, interrupted, on_event| {
-            let config = WorkloadConfig {
-                destination,
-                ..config
-            };
+            let mut config = config;
+            config.run.destination = destination;
             let s = valkey_workload::run(config, interrupted, |p| println!("{p}"), on_event)?.run;
             let probe_rates = format!(
                 "Probe events/s: syscall {:.1}, packet {:.1}; kernel drops: syscall {}, packet {}",

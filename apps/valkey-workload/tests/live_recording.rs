@@ -15,7 +15,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use telemetry::Record;
-use valkey_workload::{Destination, WorkloadConfig};
+use valkey_workload::{Destination, RunSettings, WorkloadConfig};
 
 #[test]
 fn every_request_is_one_kv_record_and_packets_are_the_server_ports_only() {
@@ -28,11 +28,14 @@ fn every_request_is_one_kv_record_and_packets_are_the_server_ports_only() {
     let config = WorkloadConfig {
         records: 20_000,
         clients: 4,
-        duration: Duration::from_secs(15),
-        warmup: Duration::from_secs(1),
         syscalls: true,
         packets: true,
-        destination: Destination::Recording(path.clone()),
+        run: RunSettings {
+            duration: Duration::from_secs(15),
+            warmup: Duration::from_secs(1),
+            destination: Destination::Recording(path.clone()),
+            ..WorkloadConfig::default().run
+        },
         ..WorkloadConfig::default()
     };
     let mut lines = 0;

@@ -26,7 +26,7 @@ use std::time::Duration;
 use replay::{connect_with_retry, run_paced as run, ReplayConfig};
 use telemetry::{KvOpKind, Packet, Record};
 use testing::LoomApp;
-use valkey_workload::{Destination, WorkloadConfig};
+use valkey_workload::{Destination, RunSettings, WorkloadConfig};
 
 const T0: u64 = 2_000_000;
 const T1: u64 = 7_000_000;
@@ -106,11 +106,14 @@ fn valkey_questions_match_brute_force_over_a_live_recording() {
     let config = WorkloadConfig {
         records: 20_000,
         clients: 4,
-        duration: Duration::from_secs(9),
-        warmup: Duration::from_secs(1),
         syscalls: true,
         packets: true,
-        destination: Destination::Recording(rec.clone()),
+        run: RunSettings {
+            duration: Duration::from_secs(9),
+            warmup: Duration::from_secs(1),
+            destination: Destination::Recording(rec.clone()),
+            ..WorkloadConfig::default().run
+        },
         ..WorkloadConfig::default()
     };
     let summary = valkey_workload::run(config, &AtomicBool::new(false), |_| {}, |_| {})
