@@ -56,6 +56,8 @@ pub struct Received {
     pub batches: AtomicU64,
     /// Bytes appended to the file.
     pub bytes: AtomicU64,
+    /// Connections closed at once because `max_open` were open.
+    pub refused: AtomicU64,
 }
 
 /// The shared output file.
@@ -134,19 +136,41 @@ impl FileWriter {
         }
     }
 
-    /// Accepts connections forever (or `max_connections` of them), one
-    /// thread each; returns once the counted connections have ended.
+    /// Accepts connections forever (or until `max_connections` of them
+    /// have been served), one thread each, at most `max_open` open at once:
+    /// a connection beyond that is closed at once and counted in
+    /// [`Received::refused`] (a flood of connections cannot make the
+    /// process spawn threads without bound). Returns once the counted
+    /// connections have ended.
     pub fn serve(
         self: &Arc<Self>,
         listener: TcpListener,
         max_connections: Option<usize>,
+        max_open: usize,
     ) -> Result<(), FileWriterError> {
-        let mut handles = Vec::new();
-        for (n, conn) in listener.incoming().enumerate() {
+        let mut handles: Vec<std::thread::JoinHandle<()>> = Vec::new();
+        let mut served = 0usize;
+        for conn in listener.incoming() {
             let stream = conn.map_err(io_err("accepting a connection"))?;
+            handles.retain(|h| !h.is_finished());
+            if handles.len() >= max_open.max(1) {
+                let n = self.received.refused.fetch_add(1, Ordering::Relaxed);
+                // The first few and then one in a thousand: a flood must
+                // not flood the log too.
+                if n < 10 || n.is_multiple_of(1000) {
+                    log::warn!(
+                        "refusing a connection from {}: {} open, the limit (--max-connections); {} refused so far",
+                        stream.peer_addr().map(|a| a.to_string()).unwrap_or_else(|_| "unknown peer".into()),
+                        handles.len(),
+                        n + 1
+                    );
+                }
+                continue;
+            }
             let me = self.clone();
             handles.push(std::thread::spawn(move || me.handle(stream)));
-            if max_connections.is_some_and(|m| n + 1 >= m) {
+            served += 1;
+            if max_connections.is_some_and(|m| served >= m) {
                 break;
             }
         }

@@ -24,6 +24,9 @@ struct Args {
     /// Exit after this many connections have ended (default: run forever).
     #[arg(long)]
     connections: Option<usize>,
+    /// Connections open at once; more are closed at once (and counted).
+    #[arg(long, default_value_t = 64)]
+    max_connections: usize,
 }
 
 fn main() -> ExitCode {
@@ -50,8 +53,8 @@ fn main() -> ExitCode {
     );
     let server = {
         let w = writer.clone();
-        let max = args.connections;
-        std::thread::spawn(move || w.serve(listener, max))
+        let (max, open) = (args.connections, args.max_connections);
+        std::thread::spawn(move || w.serve(listener, max, open))
     };
 
     let start = Instant::now();
