@@ -148,3 +148,52 @@ pub struct WriteCounters {
     /// Points stored (durable with durable acknowledgements).
     pub points_stored: AtomicU64,
 }
+
+impl WriteCounters {
+    /// Every counter as (`STATS` key after `write_`, `Final /write` label,
+    /// value): the one list both lines print, so neither can leave one out.
+    pub fn table(&self) -> [(&'static str, &'static str, u64); 11] {
+        let get = Counters::get;
+        [
+            ("requests_ok", "requests ok", get(&self.requests_ok)),
+            (
+                "requests_refused",
+                "requests refused",
+                get(&self.requests_refused),
+            ),
+            (
+                "requests_throttled",
+                "requests throttled (retry later)",
+                get(&self.requests_throttled),
+            ),
+            ("bad_lines", "lines unable to parse", get(&self.bad_lines)),
+            ("points_stored", "points stored", get(&self.points_stored)),
+            (
+                "points_refused",
+                "points refused",
+                get(&self.points_refused),
+            ),
+            (
+                "refused_conflict",
+                "refused for a field conflict",
+                get(&self.refused_conflict),
+            ),
+            (
+                "refused_series_limit",
+                "refused over the series limit",
+                get(&self.refused_series_limit),
+            ),
+            (
+                "refused_unstorable",
+                "refused as not storable as sent",
+                get(&self.refused_unstorable),
+            ),
+            ("refused_late", "refused late", get(&self.refused_late)),
+            (
+                "refused_not_stored",
+                "refused by the engine",
+                get(&self.refused_not_stored),
+            ),
+        ]
+    }
+}

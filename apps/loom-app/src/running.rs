@@ -274,25 +274,12 @@ fn print_final(cli: &Cli, c: &Counters, data_us: u64, wall: Duration) {
         Counters::get(&c.otlp_bad_requests),
         format!("{:?}", cli.otlp_ack).to_lowercase(),
     );
-    let w = &c.write;
-    let get = Counters::get;
-    println!(
-        "Final /write: requests ok {}, refused {}, throttled {} (retry later), lines unable to parse {}, points stored {}, refused {} (field conflict {}, series limit {}, not storable as sent {}, late {}, not stored {})",
-        get(&w.requests_ok),
-        get(&w.requests_refused),
-        get(&w.requests_throttled),
-        get(&w.bad_lines),
-        get(&w.points_stored),
-        get(&w.points_refused),
-        get(&w.refused_conflict),
-        get(&w.refused_series_limit),
-        get(&w.refused_unstorable),
-        get(&w.refused_late),
-        get(&w.refused_not_stored),
-    );
+    let write = c.write.table();
+    let labelled: Vec<String> = write.iter().map(|(_, l, v)| format!("{l} {v}")).collect();
+    println!("Final /write: {}", labelled.join(", "));
     if cli.machine_output {
         println!(
-            "STATS received={received} dropped={dropped} ingested={} not_stored={} bad_connections={} auth_refused={} series_refused={} late={} duplicates={} write_points_stored={} write_points_refused={} write_refused_conflict={} write_refused_series_limit={} write_refused_unstorable={} write_refused_late={} write_bad_lines={}",
+            "STATS received={received} dropped={dropped} ingested={} not_stored={} bad_connections={} auth_refused={} series_refused={} late={} duplicates={}{}",
             Counters::get(&c.records_ingested),
             Counters::get(&c.records_refused),
             Counters::get(&c.recv.bad_connections),
@@ -300,13 +287,10 @@ fn print_final(cli: &Cli, c: &Counters, data_us: u64, wall: Duration) {
             c.series.refused(),
             Counters::get(&c.records_late),
             Counters::get(&c.recv.duplicate_records) + Counters::get(&c.records_duplicate),
-            get(&w.points_stored),
-            get(&w.points_refused),
-            get(&w.refused_conflict),
-            get(&w.refused_series_limit),
-            get(&w.refused_unstorable),
-            get(&w.refused_late),
-            get(&w.bad_lines),
+            write
+                .iter()
+                .map(|(k, _, v)| format!(" write_{k}={v}"))
+                .collect::<String>(),
         );
     }
 }

@@ -486,13 +486,14 @@ fn counted_on_stats_and_final_lines(app: testing::App, url: &str, auth: &str) {
         "write_refused_series_limit=0 ",
         "write_refused_unstorable=2 ",
         "write_refused_late=1 ",
-        "write_bad_lines=1",
+        "write_bad_lines=1 ",
+        "write_refused_not_stored=0",
     ] {
         assert!(stats.contains(want), "{want} in {stats}");
     }
     let fin = end.line("Final /write:").expect("a Final /write line");
     assert!(
-        fin.contains("points stored 6, refused 4 (field conflict 1, series limit 0, not storable as sent 2, late 1, not stored 0)"),
+        fin.contains("lines unable to parse 1, points stored 6, points refused 4, refused for a field conflict 1, refused over the series limit 0, refused as not storable as sent 2, refused late 1, refused by the engine 0"),
         "{fin}"
     );
 }
