@@ -58,6 +58,7 @@ lint: deps
 	cargo clippy --workspace --all-targets -- -D warnings
 	bash scripts/check-file-length.sh
 	python3 scripts/check-module-cycles.py
+	RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --quiet
 
 # Engine-only demo: generated telemetry ingested at full speed while another
 # thread asks windowed questions, each answer checked against brute force.

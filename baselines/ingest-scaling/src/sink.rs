@@ -1,5 +1,5 @@
 //! One writer per store, all behind [`Sink`] so the timed loop in
-//! [`crate::run`] is the same code for every store.
+//! [`crate::run()`] is the same code for every store.
 
 pub mod file;
 pub mod lmdb;

@@ -23,7 +23,7 @@ pub struct Segment {
 /// Frames received together: their payloads back to back, which is itself
 /// a valid payload of `records` records (each a tag byte and its encoding).
 ///
-/// Its bytes count as queued (see [`ReceiveConfig::max_queued_bytes`]) from
+/// Its bytes count as queued (see [`ReceiveConfig::max_queued_bytes`](crate::ReceiveConfig::max_queued_bytes)) from
 /// when a receiver offers it until it is dropped or its buffer is taken
 /// back with [`Frames::into_payload`].
 pub struct Frames {
@@ -87,7 +87,7 @@ impl Frames {
         &self.payload
     }
 
-    /// Ends the group and returns its buffer (for [`BufferPool::give`]).
+    /// Ends the group and returns its buffer (for [`BufferPool::give`](crate::BufferPool::give)).
     pub fn into_payload(mut self) -> Vec<u8> {
         std::mem::take(&mut self.payload)
     }

@@ -36,5 +36,5 @@ impl From<loom::Error> for Error {
     }
 }
 
-/// Result with this crate's [`Error`].
+/// Result with this crate's [`Error`](enum@Error).
 pub type Result<T> = std::result::Result<T, Error>;

@@ -105,7 +105,7 @@ impl ConnectionGate {
     }
 
     /// A place for one more connection: free, or made by evicting the
-    /// connection idle the longest (at least [`EVICT_IDLE`]); `None`
+    /// connection idle the longest (at least `EVICT_IDLE`); `None`
     /// (counted and logged as refused) when `max` are open and busy.
     pub fn enter(self: &Arc<Self>) -> Option<Admission> {
         let now = self.now_ms();

@@ -48,7 +48,7 @@ pub struct Context<'a> {
 /// One record ready for the engine: its series, time and bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shaped {
-    /// Series id (see [`crate::registry::series_id`]).
+    /// Series id (see `registry::series_id`).
     pub source: u64,
     /// The item's own time, µs since the epoch.
     pub time_us: u64,

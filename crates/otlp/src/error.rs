@@ -41,5 +41,5 @@ impl Error {
     }
 }
 
-/// Result with this crate's [`Error`].
+/// Result with this crate's [`Error`](enum@Error).
 pub type Result<T> = std::result::Result<T, Error>;

@@ -7,7 +7,7 @@
 //! timestamps forward by `period`, so per-source timestamps keep increasing.
 //! With `no_wait` batches are sent as fast as the socket takes them. Either
 //! way consecutive batches are merged into larger frames (paced: only those
-//! due within 1 ms; see [`crate::prepare`]); *batches* count frames sent.
+//! due within 1 ms; see `prepare`); *batches* count frames sent.
 //!
 //! *Behind* is how far the sender is behind schedule, in milliseconds: the
 //! delay between a batch's due time and when it was handed to the socket
@@ -205,7 +205,7 @@ fn pace(
 /// to the endpoint at `cfg.addr`, and ends the stream cleanly.
 ///
 /// The recording is loaded once; a second thread prepares the frames (see
-/// [`crate::prepare`]) while this one sends them. `progress` is called once
+/// `prepare`) while this one sends them. `progress` is called once
 /// per second; `stop` is polled between writes and ends the replay early
 /// when it returns true.
 pub fn run(

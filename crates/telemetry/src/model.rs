@@ -1,6 +1,6 @@
 //! The data model users and InfluxQL see: every source is one series, a
 //! measurement plus a fixed tag set, whose fields are read from the record's
-//! stored bytes at fixed offsets (the encodings in [`crate::record`]).
+//! stored bytes at fixed offsets (the encodings in telemetry's `record` module).
 //!
 //! | source | measurement | tags | fields | range index on |
 //! | --- | --- | --- | --- | --- |

@@ -11,7 +11,7 @@
 //!   [`InfluxApp`]); [`builder`]: a loom-app described by named settings
 //!   (`LoomApp::builder().tcp_only().store(dir).start()`).
 //! - [`influxd`]: a real InfluxDB 1.x server on a free loopback port.
-//! - [`fields`]: the machine-readable lines (`ANSWER`, `STATS`, `Final`),
+//! - [`fields`](mod@fields): the machine-readable lines (`ANSWER`, `STATS`, `Final`),
 //!   parsed once.
 
 pub mod apps;

@@ -80,7 +80,7 @@ impl RecordBuffer {
     }
 
     /// Adds a record; sends the batch when full or when it spans
-    /// [`MAX_BATCH_SPAN_US`] (never blocks).
+    /// `MAX_BATCH_SPAN_US` (never blocks).
     #[inline]
     pub fn push(&mut self, record: Record) {
         if self.records.first().is_some_and(|f| {

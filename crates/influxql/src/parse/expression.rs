@@ -267,7 +267,7 @@ fn chain_node(mut items: Vec<Condition>, node: fn(Vec<Condition>) -> Condition) 
 /// A condition: comparisons joined by AND / OR (AND binds tighter), with
 /// parentheses, starting at nesting `depth` (see [`super::depth`]).
 ///
-/// Iterative: open parentheses are a stack of [`Level`]s on the heap, so
+/// Iterative: open parentheses are a stack of `Level`s on the heap, so
 /// parsing uses the same stack at any depth; [`Depth`] still bounds the
 /// nesting, for the walks over the tree after parsing.
 pub fn condition(i: &str, depth: Depth) -> PResult<'_, Condition> {

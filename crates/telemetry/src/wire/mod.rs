@@ -15,7 +15,7 @@
 //! | 12 | 4 | payload length in bytes |
 //! | 16 | 8 | batch arrival time, µs |
 //! | 24 | 4 | CRC32C of header bytes 0..24 followed by the payload |
-//! | 28 | n | payload (see [`crate::batch`]) |
+//! | 28 | n | payload (see `batch`) |
 //!
 //! Version 2 (`loom-agent`, the workloads): a HELLO control frame first,
 //! then data and SERIES frames; 40-byte header:
@@ -77,7 +77,7 @@ pub const MAX_CONTROL_PAYLOAD: usize = 64 << 10;
 /// What a frame carries (version 2; every version-1 frame is `Data`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FrameType {
-    /// Records (the payload of [`crate::batch`]).
+    /// Records (the payload of `batch`).
     Data = 0,
     /// Sender → receiver, first frame of a version-2 connection ([`Hello`]).
     Hello = 1,

@@ -31,7 +31,7 @@ pub fn encode_frame(batch: &Batch, out: &mut Vec<u8>) -> Result<(), WireError> {
 }
 
 /// Appends a frame whose payload is already encoded: `payload` must hold
-/// exactly `record_count` tagged records (see [`crate::batch`]); it is not
+/// exactly `record_count` tagged records (see `batch`); it is not
 /// checked here (receivers check it). A sender that keeps payloads in wire
 /// form frames them with one copy and a checksum, without re-encoding.
 pub fn encode_frame_payload(
