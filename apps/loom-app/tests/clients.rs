@@ -191,29 +191,10 @@ fn wait_ingested(http: &str, total: u64) {
 }
 
 fn venv_python() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let venv = root.join("target/influxql-venv");
-    let py = venv.join("bin/python");
-    let req = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/requirements.txt");
-    let ok = Command::new(&py)
-        .args(["-c", "import influxdb"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        let s = Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&venv)
-            .status()
-            .expect("python3 -m venv (install python3-venv)");
-        assert!(s.success(), "creating {}", venv.display());
-        let s = Command::new(venv.join("bin/pip"))
-            .args(["install", "-q", "-r"])
-            .arg(&req)
-            .status()
-            .expect("pip");
-        assert!(s.success(), "pip install -r {}", req.display());
-    }
-    py
+    testing::venv::python(
+        "influxql-venv",
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/requirements.txt"),
+    )
 }
 
 #[test]

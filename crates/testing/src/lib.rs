@@ -13,6 +13,7 @@
 //! - [`influxd`]: a real InfluxDB 1.x server on a free loopback port.
 //! - [`fields`](mod@fields): the machine-readable lines (`ANSWER`, `STATS`, `Final`),
 //!   parsed once.
+//! - [`venv`]: a pinned Python venv for tests driving real Python clients.
 
 pub mod apps;
 pub mod bin;
@@ -21,6 +22,7 @@ pub mod fields;
 pub mod influxd;
 pub mod process;
 pub mod ready;
+pub mod venv;
 
 pub use apps::{App, InfluxApp, LoomApp};
 pub use bin::binary;

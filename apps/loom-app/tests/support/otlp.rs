@@ -6,7 +6,6 @@
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -63,44 +62,12 @@ impl App {
     }
 }
 
-/// The venv with the pinned SDK; built on first use (needs python3-venv
-/// and PyPI access), rebuilt when requirements.txt changes.
+/// The venv with the pinned OpenTelemetry SDK (`tests/otlp/requirements.txt`).
 pub fn venv_python() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let venv = root.join("target/otlp-venv");
-    let py = venv.join("bin/python");
-    let req = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/otlp/requirements.txt");
-    let want = std::fs::read_to_string(&req).expect("read requirements.txt");
-    let stamp = venv.join("requirements.installed");
-    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(want.as_str()) && py.exists() {
-        return py;
-    }
-    let _ = std::fs::remove_dir_all(&venv);
-    let s = Command::new("python3")
-        .args(["-m", "venv"])
-        .arg(&venv)
-        .status()
-        .unwrap_or_else(|e| {
-            panic!("python3 not runnable ({e}): install python3 and python3-venv (scripts/install-deps.sh)")
-        });
-    assert!(
-        s.success(),
-        "python3 -m venv {} failed: install python3-venv (scripts/install-deps.sh)",
-        venv.display()
-    );
-    let o = Command::new(venv.join("bin/pip"))
-        .args(["install", "-q", "--disable-pip-version-check", "-r"])
-        .arg(&req)
-        .output()
-        .expect("run pip");
-    assert!(
-        o.status.success(),
-        "pip install -r {} failed (needs PyPI access): {}",
-        req.display(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    std::fs::write(&stamp, want).expect("write the venv stamp");
-    py
+    testing::venv::python(
+        "otlp-venv",
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/otlp/requirements.txt"),
+    )
 }
 
 /// `application/x-www-form-urlencoded` text of `s`.
