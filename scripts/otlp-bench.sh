@@ -33,14 +33,8 @@ for b in loom-app examples/otlp-load; do
   [ -x "$BIN/$b" ] || { echo "otlp-bench: $BIN/$b missing: make build" >&2; exit 1; }
 done
 
-app_pid=""
-stop_app() {
-  if [ -n "$app_pid" ] && kill -0 "$app_pid" 2>/dev/null; then
-    kill -INT "$app_pid"
-    wait "$app_pid" || true
-  fi
-  app_pid=""
-}
+# shellcheck source=scripts/lib/loom-app.sh
+source "$(dirname "$0")/lib/loom-app.sh"
 trap stop_app EXIT
 
 echo "== otlp-bench spans=$SPANS data_s=$DATA_S clients=[$CLIENTS] acks=[$ACKS] loom-app flags=[$APP_FLAGS] $(date -u +%FT%TZ) $(nproc) cores"
@@ -50,11 +44,9 @@ for ack in $ACKS; do
   log="$TMP/loom-app-$c-$ack.log"
   rm -rf "$store"
   echo "-- loom-app --otlp-ack $ack, $c clients"
-  "$BIN/loom-app" --addr 127.0.0.1:0 --http "$QUERY_HTTP" --otlp-grpc "$GRPC" --otlp-http off \
-    --loom-path "$store" --query probe-effect --report-interval-s 5 --otlp-ack "$ack" $APP_FLAGS >"$log" 2>&1 &
-  app_pid=$!
-  for _ in $(seq 1 100); do grep -q "^OTLP gRPC on" "$log" && break; sleep 0.1; done
-  grep -q "^OTLP gRPC on" "$log" || { echo "otlp-bench: loom-app did not start:" >&2; tail "$log" >&2; exit 1; }
+  # shellcheck disable=SC2086 # APP_FLAGS is a list of flags
+  start_loom_app otlp-bench "$log" --addr 127.0.0.1:0 --http "$QUERY_HTTP" --otlp-grpc "$GRPC" --otlp-http off \
+    --loom-path "$store" --query probe-effect --report-interval-s 5 --otlp-ack "$ack" $APP_FLAGS
   "$BIN/examples/otlp-load" --target loom --grpc "$GRPC" --query-url "http://$QUERY_HTTP" \
     --clients "$c" --spans "$SPANS" --data-seconds "$DATA_S"
   stop_app

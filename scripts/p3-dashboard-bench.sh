@@ -55,14 +55,8 @@ for b in loom-app influx-app tcp-replay; do
 done
 [ -s "$RECORDING" ] || { echo "p3-dashboard-bench: no recording at $RECORDING: make record-rocksdb-p3 RECORD_DURATION=20" >&2; exit 1; }
 
-app_pid=""
-stop_app() {
-  if [ -n "$app_pid" ] && kill -0 "$app_pid" 2>/dev/null; then
-    kill -INT "$app_pid"
-    wait "$app_pid" || true
-  fi
-  app_pid=""
-}
+# shellcheck source=scripts/lib/loom-app.sh
+source "$(dirname "$0")/lib/loom-app.sh"
 stop_all() {
   stop_app
   bash baselines/influxdb/influxd.sh stop "$INFLUX_DIR" >/dev/null 2>&1 || true
@@ -159,11 +153,8 @@ PY
 # a previous run left, as it is).
 start_loom() {
   [ "${REUSE:-0}" = 1 ] || rm -rf "$1"
-  "$BIN/loom-app" --addr "$TCP" --http "$HTTP" --otlp-grpc off --otlp-http off \
-    --loom-path "$1" --timestamps event --event-offset-us 0 --report-interval-s 10 >"$2" 2>&1 &
-  app_pid=$!
-  for _ in $(seq 1 100); do grep -q "^InfluxDB API on" "$2" && break; sleep 0.1; done
-  grep -q "^InfluxDB API on" "$2" || { echo "p3-dashboard-bench: loom-app did not start:" >&2; tail "$2" >&2; exit 1; }
+  start_loom_app p3-dashboard-bench "$2" --addr "$TCP" --http "$HTTP" --otlp-grpc off --otlp-http off \
+    --loom-path "$1" --timestamps event --event-offset-us 0 --report-interval-s 10
 }
 
 # wait_stable URL: until kv's count stops changing (the reorder window

@@ -29,14 +29,8 @@ for b in loom-app examples/write-load; do
   [ -x "$BIN/$b" ] || { echo "write-bench: $BIN/$b missing: cargo build --release -p loom-app --bins --example write-load" >&2; exit 1; }
 done
 
-app_pid=""
-stop_app() {
-  if [ -n "$app_pid" ] && kill -0 "$app_pid" 2>/dev/null; then
-    kill -INT "$app_pid"
-    wait "$app_pid" || true
-  fi
-  app_pid=""
-}
+# shellcheck source=scripts/lib/loom-app.sh
+source "$(dirname "$0")/lib/loom-app.sh"
 trap stop_app EXIT
 
 load() { echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"; }
@@ -48,11 +42,9 @@ for w in $WRITERS; do
   log="$TMP/loom-app-$w.log"
   rm -rf "$store"
   echo "-- loom-app, $w writers"; load
-  "$BIN/loom-app" --addr 127.0.0.1:0 --http "$HTTP" --otlp-grpc off --otlp-http off \
-    --loom-path "$store" --report-interval-s 5 $APP_FLAGS >"$log" 2>&1 &
-  app_pid=$!
-  for _ in $(seq 1 100); do grep -q "^InfluxDB API on" "$log" && break; sleep 0.1; done
-  grep -q "^InfluxDB API on" "$log" || { echo "write-bench: loom-app did not start:" >&2; tail "$log" >&2; exit 1; }
+  # shellcheck disable=SC2086 # APP_FLAGS is a list of flags
+  start_loom_app write-bench "$log" --addr 127.0.0.1:0 --http "$HTTP" --otlp-grpc off --otlp-http off \
+    --loom-path "$store" --report-interval-s 5 $APP_FLAGS
   "$BIN/examples/write-load" --url "http://$HTTP" --writers "$w" "${args[@]}"
   stop_app
 
