@@ -46,7 +46,7 @@ pub use app::Stop;
 pub use counters::Counters;
 pub use durable::{DurableMark, NotDurable};
 pub use pool::BufferPool;
-pub use receive::{listen, listen_until, Frames, Message, ReceiveConfig, Segment};
+pub use receive::{listen, listen_until, Frames, Message, ReceiveConfig, Segment, StreamMessage};
 pub use series_limit::SeriesLimit;
 pub use session::SeriesContext;
 pub use tls::{ClientStream, ClientTls, ServerTls, TlsError};

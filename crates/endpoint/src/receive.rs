@@ -56,6 +56,31 @@ pub trait Message: Send + 'static {
     fn into_frames(self) -> Option<Frames>;
 }
 
+/// The message of a receiver whose queue carries nothing but the stream:
+/// frames and ends of connections (an app with more kinds of work wraps
+/// [`Message`] in its own type instead).
+pub enum StreamMessage {
+    /// A group of checked frames.
+    Frames(Frames),
+    /// A connection ended.
+    Ended,
+}
+
+impl Message for StreamMessage {
+    fn frames(f: Frames) -> Self {
+        StreamMessage::Frames(f)
+    }
+    fn connection_ended(_: Instant) -> Self {
+        StreamMessage::Ended
+    }
+    fn into_frames(self) -> Option<Frames> {
+        match self {
+            StreamMessage::Frames(f) => Some(f),
+            StreamMessage::Ended => None,
+        }
+    }
+}
+
 /// Receiving settings.
 #[derive(Debug, Clone)]
 pub struct ReceiveConfig {

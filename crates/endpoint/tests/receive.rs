@@ -5,32 +5,13 @@
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crossbeam_channel::Receiver;
-use endpoint::{BufferPool, Counters, Frames, Message, ReceiveConfig};
+use endpoint::StreamMessage as Msg;
+use endpoint::{BufferPool, Counters, ReceiveConfig};
 use telemetry::wire::FrameWriter;
 use telemetry::{Batch, KvOp, KvOpKind, Record, Syscall};
-
-enum Msg {
-    Frames(Frames),
-    Ended,
-}
-
-impl Message for Msg {
-    fn frames(f: Frames) -> Self {
-        Msg::Frames(f)
-    }
-    fn connection_ended(_: Instant) -> Self {
-        Msg::Ended
-    }
-    fn into_frames(self) -> Option<Frames> {
-        match self {
-            Msg::Frames(f) => Some(f),
-            Msg::Ended => None,
-        }
-    }
-}
 
 struct Endpoint {
     addr: String,

@@ -12,31 +12,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
-use endpoint::{
-    BufferPool, ClientStream, ClientTls, Counters, Frames, Message, ReceiveConfig, ServerTls,
-};
+use endpoint::StreamMessage as Msg;
+use endpoint::{BufferPool, ClientStream, ClientTls, Counters, ReceiveConfig, ServerTls};
 use telemetry::wire::FrameWriter;
 use telemetry::{Batch, KvOp, KvOpKind, Record};
-
-enum Msg {
-    Frames(Frames),
-    Ended,
-}
-
-impl Message for Msg {
-    fn frames(f: Frames) -> Self {
-        Msg::Frames(f)
-    }
-    fn connection_ended(_at: Instant) -> Self {
-        Msg::Ended
-    }
-    fn into_frames(self) -> Option<Frames> {
-        match self {
-            Msg::Frames(f) => Some(f),
-            Msg::Ended => None,
-        }
-    }
-}
 
 /// A CA and a server certificate it signed for `localhost` and 127.0.0.1,
 /// written as PEM files into `dir`; returns (ca, cert, key) paths.

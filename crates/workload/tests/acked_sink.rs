@@ -7,31 +7,11 @@
 
 use std::net::TcpListener;
 use std::sync::Arc;
-use std::time::Instant;
 
-use endpoint::{AckBook, BufferPool, Frames, Message, ReceiveConfig};
+use endpoint::StreamMessage as Msg;
+use endpoint::{AckBook, BufferPool, ReceiveConfig};
 use telemetry::{Batch, KvOp, KvOpKind, Record, RecordingHeader};
 use workload::{open_sink, Destination};
-
-enum Msg {
-    Frames(Frames),
-    Ended,
-}
-
-impl Message for Msg {
-    fn frames(f: Frames) -> Self {
-        Msg::Frames(f)
-    }
-    fn connection_ended(_: Instant) -> Self {
-        Msg::Ended
-    }
-    fn into_frames(self) -> Option<Frames> {
-        match self {
-            Msg::Frames(f) => Some(f),
-            Msg::Ended => None,
-        }
-    }
-}
 
 #[test]
 fn acked_sink_records_arrive_at_wall_clock_times_and_finish_waits_for_acks() {
