@@ -465,6 +465,53 @@ fn declaring_many_sources_at_once_writes_one_catalog_and_survives_reopen(
     Ok(())
 }
 
+/// `retention_bytes` bounds the store's bytes on disk (compressed segments
+/// and their index files), not the log's uncompressed size: compressible
+/// records keep several times the bound's worth of uncompressed chunks.
+#[test]
+fn retention_bounds_the_disk_not_the_uncompressed_log() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    // Chunks large enough for their frame headers not to dominate.
+    let base = Config {
+        chunk_size: 4096,
+        segment_size: 8192 * 16,
+        ..small_config()
+    };
+    let seg = base.segment_size;
+    let bound = 2 * seg;
+    let cfg = Config {
+        retention_bytes: Some(bound),
+        ..base
+    };
+    let (mut w, r) = loom::open(dir.path(), cfg)?;
+    let h = w.declare(SourceId(1), schema("read"))?;
+    let mut max_seen = 0u64;
+    for i in 0..600_000u64 {
+        // Few distinct values: compresses well.
+        w.push(h, i, &record(100 + 50 * (i % 4), 8))?;
+        if i % 500 == 0 {
+            w.persist()?;
+            max_seen = max_seen.max(segment_bytes(dir.path()));
+        }
+    }
+    w.persist()?;
+    let stats = w.stats();
+    assert!(stats.segments_dropped > 0, "{stats:?}");
+    assert!(
+        max_seen <= bound + seg + 2 * 8192,
+        "store grew to {max_seen} bytes on disk with a bound of {bound}"
+    );
+    let kept = r.snapshot().storage_use(SourceId(1)).ok_or("storage use")?;
+    assert!(
+        kept.chunk_bytes > 2 * bound,
+        "{kept:?}: retention kept only {} uncompressed bytes under a bound of {bound} bytes on disk",
+        kept.chunk_bytes
+    );
+    assert!(kept.stored_bytes <= bound + seg, "{kept:?}");
+    w.close()?;
+    Ok(())
+}
+
 /// Retention frees the in-memory time index and range-index summaries of
 /// the chunks it dropped (in whole slabs of 4096 entries), and answers stay
 /// exact afterwards.

@@ -74,6 +74,15 @@ impl SegmentFiles {
             .extend_from_slice(frames);
     }
 
+    /// Bytes the frames listed so far take in version-2 segment `segment`
+    /// (where its file ends once they are written), `None` for a segment
+    /// with none listed.
+    pub(crate) fn stored_bytes(&self, segment: u64) -> Option<u64> {
+        let frames = locked(self.frames.read());
+        let last = frames.get(&segment)?.last()?;
+        Some(last.offset + crate::log::chunk::padded(last.len as usize) as u64)
+    }
+
     /// The frames of a version-2 segment, `None` for a version-1 one.
     pub(crate) fn frames_of(&self, segment: u64) -> Option<Vec<FrameLoc>> {
         locked(self.frames.read()).get(&segment).cloned()

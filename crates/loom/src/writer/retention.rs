@@ -11,21 +11,32 @@ use crate::storage::segment_index;
 use super::Writer;
 
 impl Writer {
-    /// Bytes of the segments on disk, the one being written counted up to
-    /// the current block.
+    /// Bytes of the segment and segment-index files on disk: what recovery
+    /// found for the segments of earlier runs; for those of this run, the
+    /// frames written so far (compressed, as on disk: a bound on bytes is a
+    /// bound on disk, not on the log's uncompressed size) plus the index
+    /// file as it is now. A segment of this run with no frame listed yet
+    /// counts its log bytes, the one being written up to the current block.
+    /// Called when a segment starts and at persist, so the `stat` of each
+    /// index file costs little.
     pub(super) fn segments_bytes(&self) -> u64 {
         let current = self.block_base / self.layout.segment_size;
         self.segments
             .iter()
             .map(|s| {
-                if s.index == current {
-                    self.block_base + self.block.len() as u64 - s.index * self.layout.segment_size
-                } else if s.bytes > 0 {
-                    s.bytes
-                } else {
-                    // Written in this run and complete: full.
-                    self.layout.segment_size
+                if s.bytes > 0 {
+                    return s.bytes;
                 }
+                let data = if let Some(b) = self.files.stored_bytes(s.index) {
+                    b
+                } else if s.index == current {
+                    self.block_base + self.block.len() as u64 - s.index * self.layout.segment_size
+                } else {
+                    self.layout.segment_size
+                };
+                let index = std::fs::metadata(segment_index::path(&self.dir, s.index))
+                    .map_or(0, |m| m.len());
+                data + index
             })
             .sum()
     }
