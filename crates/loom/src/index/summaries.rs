@@ -1,7 +1,11 @@
 //! Range-index summaries as readers see them, and how one chunk is
 //! summarised (shared by the indexer thread and recovery).
 
+use std::collections::VecDeque;
+use std::sync::Arc;
+
 use crate::bin_summary::BinSummary;
+use crate::index::paged::{PagedBins, SummaryPages, SUMMARY_BYTES};
 use crate::index::state::IndexState;
 use crate::log::record::for_each_bytes;
 use crate::log::slab::{AppendVec, AppendView};
@@ -17,10 +21,19 @@ pub(crate) struct BinSpan {
 }
 
 /// One source's summaries, chunk by chunk (chunk number = position in
-/// `spans`), owned by the indexer thread.
+/// `spans`), owned by the indexer thread. Chunks below `paged_below`, and
+/// chunks whose span is [`BinSpan::PAGED`], have their summaries in their
+/// segment's index file only (`paged.rs`).
 pub(crate) struct SourceSummaries {
     pub spans: AppendVec<BinSpan>,
     pub bins: AppendVec<BinSummary>,
+    /// Chunks below this are paged out (their spans and bins freed).
+    pub paged_below: usize,
+    /// `(segment, first chunk number in it)` of every segment from
+    /// `paged_below` on, for paging out whole segments; `segment_size`
+    /// 0 keeps none (summaries that are never paged).
+    marks: VecDeque<(u64, usize)>,
+    segment_size: u64,
 }
 
 impl BinSpan {
@@ -29,44 +42,114 @@ impl BinSpan {
         start: 0,
         len: u32::MAX,
     };
+    /// A chunk whose summaries are in its segment index file, not in memory.
+    const PAGED: BinSpan = BinSpan {
+        start: 0,
+        len: u32::MAX - 1,
+    };
 }
 
 impl SourceSummaries {
-    pub(crate) fn new() -> Self {
+    /// Empty summaries; with a non-zero `segment_size` they can be paged
+    /// out segment by segment (their index files hold them: declared
+    /// fields only, see `IndexState::persistable`).
+    pub(crate) fn new(segment_size: u64) -> Self {
         SourceSummaries {
             spans: AppendVec::new(PAGE),
             bins: AppendVec::new(PAGE),
+            paged_below: 0,
+            marks: VecDeque::new(),
+            segment_size,
         }
     }
 
     /// Summaries that begin at chunk `first_chunk` (a source whose older
     /// chunks retention already dropped); earlier chunks read as unknown.
-    pub(crate) fn starting_at(first_chunk: usize) -> Self {
-        let mut s = Self::new();
+    pub(crate) fn starting_at(first_chunk: usize, segment_size: u64) -> Self {
+        let mut s = Self::new(segment_size);
         s.spans.skip_to(first_chunk, BinSpan::UNKNOWN);
         s
+    }
+
+    fn mark(&mut self, addr: u64) {
+        if self.segment_size == 0 {
+            return;
+        }
+        let seg = addr / self.segment_size;
+        if self.marks.back().is_none_or(|m| m.0 < seg) {
+            self.marks.push_back((seg, self.spans.len()));
+        }
+    }
+
+    /// Bytes these summaries hold in memory (spans and bin summaries).
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.spans.held() * std::mem::size_of::<BinSpan>() + self.bins.held() * SUMMARY_BYTES
+    }
+
+    /// The oldest segment whose summaries are still in memory.
+    pub(crate) fn oldest_segment(&self) -> Option<u64> {
+        self.marks.front().map(|m| m.0)
+    }
+
+    /// Pages out the summaries of every chunk in segments up to `segment`
+    /// (whose index files are complete): their memory is freed and
+    /// readers read them from the files.
+    pub(crate) fn page_out_through(&mut self, segment: u64) {
+        if self.segment_size == 0 {
+            return;
+        }
+        let mut below = self.paged_below;
+        while let Some(&(seg, _)) = self.marks.front() {
+            if seg > segment {
+                break;
+            }
+            self.marks.pop_front();
+            below = self.marks.front().map_or(self.spans.len(), |m| m.1);
+        }
+        if below > self.paged_below {
+            self.free_below(below);
+            self.paged_below = below;
+        }
     }
 
     /// Frees the summaries of chunks below `chunk` (retention dropped them).
     pub(crate) fn forget_below(&mut self, chunk: usize) {
         let chunk = chunk.min(self.spans.len());
+        while self.marks.len() > 1 && self.marks.get(1).is_some_and(|m| m.1 <= chunk) {
+            self.marks.pop_front();
+        }
+        self.free_below(chunk);
+    }
+
+    /// Frees the spans and bins of chunks below `chunk` (whole slabs).
+    fn free_below(&mut self, chunk: usize) {
+        let chunk = chunk.min(self.spans.len());
         // Bins are pushed in chunk order, so the first bin still needed is
-        // the first bin of `chunk` (every bin when all chunks go; none when
-        // `chunk` and all before it were never summarised).
-        let first_bin = if chunk == self.spans.len() {
-            self.bins.len() as u64
-        } else {
-            match self.spans.get(chunk) {
-                Some(span) if span != BinSpan::UNKNOWN => span.start,
-                _ => 0,
-            }
-        };
+        // the first bin of the first chunk from `chunk` on that has bins in
+        // memory (every bin when none has; a paged or unknown chunk has
+        // none).
+        let first_bin = (chunk..self.spans.len())
+            .find_map(|i| {
+                self.spans
+                    .get(i)
+                    .filter(|s| *s != BinSpan::UNKNOWN && *s != BinSpan::PAGED)
+                    .map(|s| s.start)
+            })
+            .unwrap_or(self.bins.len() as u64);
         self.bins.drop_below(first_bin as usize);
         self.spans.drop_below(chunk);
     }
 
-    /// Appends the summaries of the next chunk.
-    pub(crate) fn push_chunk(&mut self, bins: &[BinSummary]) {
+    /// Appends the next chunk (at log address `addr`), whose summaries
+    /// are in its segment index file only.
+    pub(crate) fn push_paged(&mut self, addr: u64) {
+        self.mark(addr);
+        self.spans.push(BinSpan::PAGED);
+    }
+
+    /// Appends the summaries of the next chunk (at log address `addr`).
+    pub(crate) fn push_chunk(&mut self, addr: u64, bins: &[BinSummary]) {
+        self.mark(addr);
         let start = self.bins.len() as u64;
         for b in bins {
             self.bins.push(*b);
@@ -81,6 +164,7 @@ impl SourceSummaries {
         SourceIndexView {
             spans: self.spans.view(),
             bins: self.bins.view(),
+            paged_below: self.paged_below,
         }
     }
 }
@@ -90,6 +174,7 @@ impl SourceSummaries {
 pub(crate) struct SourceIndexView {
     pub spans: AppendView<BinSpan>,
     pub bins: AppendView<BinSummary>,
+    pub paged_below: usize,
 }
 
 /// Readers' view of every source's summaries, by the writer's source index.
@@ -99,6 +184,41 @@ pub(crate) struct IndexSnapshot {
     /// First error the indexer met (a chunk it could not read); such chunks
     /// stay unindexed and are scanned.
     pub error: Option<String>,
+    /// Where paged-out summaries are read from.
+    pub pages: Option<Arc<SummaryPages>>,
+    /// Bytes of summaries the indexer holds in memory (every source).
+    pub held_bytes: usize,
+}
+
+/// One chunk's summaries, from memory or from a paged segment.
+pub(crate) enum SummaryIter<'a> {
+    Memory {
+        bins: &'a AppendView<BinSummary>,
+        next: u64,
+        end: u64,
+    },
+    Paged(PagedBins),
+}
+
+impl Iterator for SummaryIter<'_> {
+    type Item = BinSummary;
+
+    #[inline]
+    fn next(&mut self) -> Option<BinSummary> {
+        match self {
+            SummaryIter::Memory { bins, next, end } => {
+                while *next < *end {
+                    let i = *next;
+                    *next += 1;
+                    if let Some(b) = bins.get(i as usize) {
+                        return Some(b);
+                    }
+                }
+                None
+            }
+            SummaryIter::Paged(p) => p.next(),
+        }
+    }
 }
 
 impl SourceIndexView {
@@ -119,18 +239,31 @@ impl IndexSnapshot {
     }
 
     /// The summaries of chunk `chunk_no` of source `source`, `None` if that
-    /// chunk is not indexed (yet).
+    /// chunk is not indexed (yet). A paged-out chunk's come from its
+    /// segment index file, found by the chunk's log address (`addr`).
     pub(crate) fn summaries(
         &self,
         source: usize,
         chunk_no: usize,
-    ) -> Option<impl Iterator<Item = BinSummary> + '_> {
+        addr: impl FnOnce() -> Option<u64>,
+    ) -> Option<SummaryIter<'_>> {
         let v = self.sources.get(source)?.as_ref()?;
+        let paged = || -> Option<SummaryIter<'_>> {
+            let pages = self.pages.as_ref()?;
+            Some(SummaryIter::Paged(pages.get(addr()?)?))
+        };
+        if chunk_no < v.paged_below {
+            return paged();
+        }
         let span = v.spans.get(chunk_no).filter(|s| *s != BinSpan::UNKNOWN)?;
-        Some(
-            (span.start..span.start + u64::from(span.len))
-                .filter_map(move |i| v.bins.get(i as usize)),
-        )
+        if span == BinSpan::PAGED {
+            return paged();
+        }
+        Some(SummaryIter::Memory {
+            bins: &v.bins,
+            next: span.start,
+            end: span.start + u64::from(span.len),
+        })
     }
 }
 

@@ -343,7 +343,6 @@ impl<T: Copy> AppendVec<T> {
     }
 
     /// Entries held in memory (not freed).
-    #[cfg(test)]
     pub(crate) fn held(&self) -> usize {
         self.total - self.first_page * self.page
     }
