@@ -3,13 +3,13 @@
 //! with a simulated crash, then times the reopen and says where the time
 //! went.
 //!
-//! `cargo run --release -p loom --example reopen -- --dir tmp-data/reopen --records 50000000 [--crash] [--reopen-only] [--index-cache-bytes N]`
+//! `cargo run --release -p loom --example reopen -- --dir tmp-data/reopen --records 50000000 [--crash] [--reopen-only] [--index-cache-bytes N] [--segment-mib 256]`
 //!
 //! After the reopen it reports the process's RSS and the store's index
 //! memory, and times a P1-style question (max and p99.99 of one source's
-//! durations) over the first quarter of the store's time span, first
-//! with its summaries paged out (read back from the segment index files)
-//! then again with them cached (`make index-paging`).
+//! durations) over a twentieth of the store's time span among its oldest
+//! data, first with its summaries paged out (read back from the segment
+//! index files) then again with them cached (`make index-paging`).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -47,6 +47,7 @@ struct Args {
     crash: bool,
     reopen_only: bool,
     index_cache_bytes: usize,
+    segment_mib: u64,
 }
 
 fn args() -> Result<Args, String> {
@@ -56,6 +57,7 @@ fn args() -> Result<Args, String> {
         crash: false,
         reopen_only: false,
         index_cache_bytes: loom::Config::default().index_cache_bytes,
+        segment_mib: loom::Config::default().segment_size >> 20,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -73,11 +75,17 @@ fn args() -> Result<Args, String> {
                     .and_then(|v| v.parse().ok())
                     .ok_or("--index-cache-bytes needs a number")?
             }
+            "--segment-mib" => {
+                a.segment_mib = it
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .ok_or("--segment-mib needs a number (a multiple of 16)")?
+            }
             "--crash" => a.crash = true,
             "--reopen-only" => a.reopen_only = true,
             other => {
                 return Err(format!(
-                    "unknown flag {other}; flags: --dir, --records, --crash, --reopen-only, --index-cache-bytes"
+                    "unknown flag {other}; flags: --dir, --records, --crash, --reopen-only, --index-cache-bytes, --segment-mib"
                 ))
             }
         }
@@ -97,7 +105,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let _ = std::fs::remove_dir_all(&a.dir);
     let t = Instant::now();
-    let (mut w, _r) = loom::open(&a.dir, loom::Config::default())?;
+    let config = loom::Config {
+        segment_size: a.segment_mib << 20,
+        index_cache_bytes: a.index_cache_bytes,
+        ..loom::Config::default()
+    };
+    let (mut w, _r) = loom::open(&a.dir, config)?;
     let hs: Vec<_> = (0..4u64)
         .map(|op| w.declare(SourceId(op + 1), schema(op)))
         .collect::<Result<_, _>>()?;
@@ -169,13 +182,19 @@ fn index_line(r: &loom::Reader) -> String {
     )
 }
 
-/// A P1-style question (max and p99.99 of one source) over the first
-/// quarter of the store's time span: ms and answer.
-fn p1(r: &loom::Reader) -> Result<(f64, (Option<u64>, Option<u64>)), loom::Error> {
+/// A P1-style question (max and p99.99 of one source) over a twentieth of
+/// the store's time span, starting a tenth in (old data: its summaries are
+/// paged out): ms and answer.
+/// The answer of the P1-style question: max and p99.99.
+type P1Answer = (Option<u64>, Option<u64>);
+
+fn p1(r: &loom::Reader) -> Result<(f64, P1Answer), loom::Error> {
     let (t0, t1) = r
         .snapshot()
         .time_span(SourceId(1))
-        .map_or((0, 0), |(a, b)| (a, a + (b - a) / 4));
+        .map_or((0, 0), |(a, b)| {
+            (a + (b - a) / 10, a + (b - a) / 10 + (b - a) / 20)
+        });
     let q = Instant::now();
     let max = r.aggregate(SourceId(1), t0, t1)?.max;
     let p = r.percentile(SourceId(1), t0, t1, 0.9999)?;
@@ -209,7 +228,7 @@ fn reopen(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
     }
     warm.sort_by(f64::total_cmp);
     println!(
-        "P1 (max, p99.99 of source 1 over the first quarter): first {cold:.1} ms, then median {:.1} ms = {answer:?}; RSS {:.1} MB; {}",
+        "P1 (max, p99.99 of source 1 over a twentieth of the span, a tenth in): first {cold:.1} ms, then median {:.1} ms = {answer:?}; RSS {:.1} MB; {}",
         warm[warm.len() / 2],
         rss_mb(),
         index_line(&r)

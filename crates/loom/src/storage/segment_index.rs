@@ -370,17 +370,16 @@ pub(crate) fn read_flat(dir: &Path, segment: u64) -> Result<FlatSummaries> {
     walk(&bytes, segment, |payload| {
         let mut c = Cursor { b: payload, pos: 0 };
         let kind = c.u8()?;
+        if !matches!(kind, T_CHUNK | T_CHUNK_LEN | T_SUMMARIES) {
+            return Ok(());
+        }
         let addr = c.u64()?;
-        match kind {
-            T_CHUNK | T_CHUNK_LEN => {
-                // source, prev, first_ts, last_ts, count, crc (and len).
-                c.pos += 4 * 8 + 4 + 4 + if kind == T_CHUNK_LEN { 4 } else { 0 };
-                if c.u8()? != 1 {
-                    return Ok(());
-                }
+        if kind != T_SUMMARIES {
+            // source, prev, first_ts, last_ts, count, crc (and len).
+            c.pos += 4 * 8 + 4 + 4 + if kind == T_CHUNK_LEN { 4 } else { 0 };
+            if c.u8()? != 1 {
+                return Ok(());
             }
-            T_SUMMARIES => {}
-            _ => return Ok(()),
         }
         let start = out.bins.len();
         let n = c.summaries_into(&mut out.bins)?;
@@ -598,6 +597,38 @@ mod tests {
         let bad = decode(&bytes, 3);
         assert!(bad.chunks.is_empty());
         assert!(bad.stopped.ok_or("no stop reason")?.contains("checksum"));
+        Ok(())
+    }
+
+    #[test]
+    fn paging_reads_summaries_flat_and_a_reopen_reads_them_lean(
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let mut w = SegmentIndexWriter::create(dir.path(), 3)?;
+        w.chunk(&chunk(0, Some(bins())))?;
+        w.chunk(&chunk(4096, None))?;
+        w.summaries(4096, &bins())?;
+        w.frames(&[])?;
+        w.finish(8192, 2)?;
+        // Summaries of a chunk indexed after the footer are kept too.
+        w.summaries(12288, &bins()[1..])?;
+        w.flush()?;
+
+        // What paging reads: every chunk's summaries, flat, late ones too.
+        let flat = read_flat(dir.path(), 3)?;
+        assert_eq!(flat.chunks, vec![(0, 0, 2), (4096, 2, 2), (12288, 4, 1)]);
+        assert_eq!(&flat.bins[..2], &bins()[..]);
+        assert_eq!(&flat.bins[2..4], &bins()[..]);
+        assert_eq!(flat.bins[4], bins()[1]);
+        assert!(read_flat(dir.path(), 4)?.chunks.is_empty());
+        // What a reopen reads of a paged segment: chunks, no summaries.
+        let lean = read_lean(dir.path(), 3)?;
+        assert_eq!(lean.stopped, None);
+        assert_eq!(lean.chunks, vec![chunk(0, None), chunk(4096, None)]);
+        assert_eq!(lean.on_disk.len(), 3);
+        assert!(lean.late_summaries.is_empty());
+        assert_eq!(lean.footer, Some((8192, 2)));
+
         Ok(())
     }
 }

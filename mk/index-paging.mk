@@ -1,0 +1,32 @@
+# Index paging (issue 25): a store whose range-index summaries are many times the
+# index-cache budget (crates/loom/examples/reopen.rs: KV records of 24 bytes, 4 sources,
+# a duration index), reopened alternately with that budget and with one that holds every
+# summary (what a reopen did before paging), side by side: open time, RSS after open,
+# index memory, and a P1-style question (max and p99.99 of one source) over old data
+# whose summaries are paged out, first read (summaries loaded from the segment index
+# files) and then cached. Included by the root Makefile.
+#
+#   make index-paging [INDEX_PAGING_RECORDS=100000000] [INDEX_PAGING_BUDGET=4194304]
+#
+# Output: evaluation-output/index-paging. The store goes to $(TMP_DATA_DIR)/index-paging
+# (about 2.5 GB for 100 M records; removed at the end).
+
+INDEX_PAGING_RECORDS ?= 100000000
+INDEX_PAGING_SEGMENT_MIB ?= 64
+INDEX_PAGING_BUDGET ?= 4194304
+INDEX_PAGING_ALL ?= 1073741824
+INDEX_PAGING_DIR ?= $(TMP_DATA_DIR)/index-paging
+
+.PHONY: index-paging
+index-paging:
+	cargo build --release -p loom --example reopen 2>&1 | tail -n 1
+	mkdir -p $(EVAL_OUT) $(TMP_DATA_DIR)
+	set -o pipefail; ( \
+	  echo "load: $$(cat /proc/loadavg)"; \
+	  $(CARGO_RELEASE_DIR)/examples/reopen --dir $(INDEX_PAGING_DIR) --records $(INDEX_PAGING_RECORDS) \
+	    --segment-mib $(INDEX_PAGING_SEGMENT_MIB) --index-cache-bytes $(INDEX_PAGING_BUDGET) && \
+	  for b in $(INDEX_PAGING_BUDGET) $(INDEX_PAGING_ALL) $(INDEX_PAGING_BUDGET) $(INDEX_PAGING_ALL); do \
+	    echo "load: $$(cat /proc/loadavg)"; \
+	    $(CARGO_RELEASE_DIR)/examples/reopen --dir $(INDEX_PAGING_DIR) --reopen-only --index-cache-bytes $$b || exit 1; \
+	  done ) 2>&1 | tee $(EVAL_OUT)/index-paging
+	rm -rf $(INDEX_PAGING_DIR)
