@@ -258,8 +258,9 @@ fn run_scenario((n, ops, windows, ranges): Scenario, paged: bool) -> Result<(), 
         let m = r.snapshot().index_memory();
         prop_assert!(m.cache_budget == TINY_BUDGET / 2, "{:?}", m);
         // Summaries were read back whenever a query met a chunk of a
-        // complete segment other than the newest few (the reopen keeps
-        // index files of TINY_BUDGET / 8 bytes at most).
+        // complete segment other than the newest few (the reopen decodes
+        // index files of TINY_BUDGET / 12 bytes at most, so of two larger
+        // than TINY_BUDGET / 8 at least one complete one stays paged).
         let segments = std::fs::read_dir(dir.path())?
             .flatten()
             .filter(|e| e.file_name().to_string_lossy().ends_with(".idx"))

@@ -260,7 +260,7 @@ fn scan_segment(
 
 /// Recovers the store in `dir`. The summaries of the newest complete
 /// segments are read while their index files add up to `keep_summaries`
-/// bytes at most (about a third of what they take in memory); older
+/// bytes at most (about a fifth of what they take in memory); older
 /// segments' stay in their files, paged in by queries (`paged: true`).
 pub(crate) fn recover(
     dir: &Path,
