@@ -1,5 +1,5 @@
 //! The indexer thread: summarises sealed chunks for the range index and
-//! keeps the segment index files (`storage/segment_index.rs`).
+//! keeps the segment index files (`storage/segment_index/`).
 //!
 //! The writer hands over every sealed chunk's header (and its block while it
 //! is in memory); decoding records, extracting values and filling bin

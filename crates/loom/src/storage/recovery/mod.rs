@@ -1,6 +1,6 @@
 //! Recovery on open: find every valid chunk, never delete valid data.
 //!
-//! A segment whose index file (`segment_index.rs`) ends in a footer is
+//! A segment whose index file (`segment_index/`) ends in a footer is
 //! complete and durable: its chunks and summaries are taken from the index
 //! file without reading the segment. Any other segment is scanned block by
 //! block, every chunk checked (magic, length, CRC-32C):
