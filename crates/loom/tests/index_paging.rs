@@ -16,11 +16,11 @@ use loom::{Config, SourceId};
 const TINY_INDEX_BUDGET: usize = 64 << 10;
 
 /// Summaries a paged store may hold in memory for `sources` sources: the
-/// budget's half for recent data, plus what frees only in whole slabs (a
-/// page of spans and of bin summaries per source) and the segment being
-/// written (a small-config segment holds a few dozen chunks).
+/// budget's half for recent data, plus the summaries of the segment being
+/// written (only complete segments are paged out; a small-config segment
+/// holds a few dozen chunks: about 54 KB of summaries for both sources).
 fn paged_bound(sources: usize) -> usize {
-    TINY_INDEX_BUDGET / 2 + sources * 2 * 4096 * (48 + 16)
+    TINY_INDEX_BUDGET / 2 + sources * (32 << 10)
 }
 
 #[test]

@@ -31,7 +31,7 @@ use crate::storage::segments::SegmentFiles;
 
 pub(crate) enum IndexMsg {
     /// Start indexing source `source` (the writer's dense index) from
-    /// chunk `summaries.spans.len()` on.
+    /// chunk `summaries.next_chunk()` on.
     Declare {
         source: usize,
         state: Arc<IndexState>,
@@ -464,7 +464,7 @@ impl Worker {
                 bins,
             } => {
                 if let Some(Some(si)) = self.sources.get_mut(source) {
-                    if si.summaries.spans.len() == chunk_no {
+                    if si.summaries.next_chunk() == chunk_no {
                         si.summaries.push_chunk(addr, &bins);
                     }
                 }
@@ -476,7 +476,7 @@ impl Worker {
                 addr,
             } => {
                 if let Some(Some(si)) = self.sources.get_mut(source) {
-                    if si.summaries.spans.len() == chunk_no {
+                    if si.summaries.next_chunk() == chunk_no {
                         si.summaries.push_paged(addr);
                     }
                 }
@@ -531,7 +531,7 @@ impl Worker {
         let Some(Some(si)) = self.sources.get_mut(source) else {
             return None;
         };
-        if si.summaries.spans.len() != chunk_no {
+        if si.summaries.next_chunk() != chunk_no {
             return None;
         }
         let r = summarise_chunk(

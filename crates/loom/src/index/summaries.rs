@@ -10,10 +10,9 @@ use crate::index::state::IndexState;
 use crate::log::record::for_each_bytes;
 use crate::log::slab::{AppendVec, AppendView};
 
-/// Entries per slab page of the summary logs. Paging out and retention
-/// free whole slabs, so a source holds up to a slab more than its share
-/// (1024 bin summaries: 48 KiB); 1024 keeps that small across thousands
-/// of series while publishing stays O(1) per slab.
+/// Entries per slab page of the summary logs. Retention frees whole
+/// slabs, so a source holds up to a slab more than it keeps (1024 bin
+/// summaries: 48 KiB; paging out frees everything, see `restart_at`).
 const PAGE: usize = 1024;
 
 /// Where one chunk's summaries sit in its source's `bins` log.
@@ -23,13 +22,19 @@ pub(crate) struct BinSpan {
     pub len: u32,
 }
 
-/// One source's summaries, chunk by chunk (chunk number = position in
-/// `spans`), owned by the indexer thread. Chunks below `paged_below`, and
-/// chunks whose span is [`BinSpan::PAGED`], have their summaries in their
-/// segment's index file only (`paged.rs`).
+/// One source's summaries, chunk by chunk (chunk number = `span_base` +
+/// position in `spans`), owned by the indexer thread. Chunks below
+/// `paged_below`, and chunks whose span is [`BinSpan::PAGED`], have their
+/// summaries in their segment's index file only (`paged.rs`).
 pub(crate) struct SourceSummaries {
-    pub spans: AppendVec<BinSpan>,
-    pub bins: AppendVec<BinSummary>,
+    spans: AppendVec<BinSpan>,
+    bins: AppendVec<BinSummary>,
+    /// Chunk number of `spans[0]`: paging out starts the vectors again
+    /// at the first chunk kept, so a source holds exactly what is not
+    /// paged (not up to a slab more).
+    span_base: usize,
+    /// Bin number (`BinSpan::start`) of `bins[0]`.
+    bin_base: u64,
     /// Chunks below this are paged out (their spans and bins freed).
     pub paged_below: usize,
     /// `(segment, first chunk number in it)` of every segment from
@@ -50,6 +55,11 @@ impl BinSpan {
         start: 0,
         len: u32::MAX - 1,
     };
+
+    /// Whether its summaries are in memory.
+    fn in_memory(&self) -> bool {
+        *self != BinSpan::UNKNOWN && *self != BinSpan::PAGED
+    }
 }
 
 impl SourceSummaries {
@@ -60,6 +70,8 @@ impl SourceSummaries {
         SourceSummaries {
             spans: AppendVec::new(PAGE),
             bins: AppendVec::new(PAGE),
+            span_base: 0,
+            bin_base: 0,
             paged_below: 0,
             marks: VecDeque::new(),
             segment_size,
@@ -69,9 +81,31 @@ impl SourceSummaries {
     /// Summaries that begin at chunk `first_chunk` (a source whose older
     /// chunks retention already dropped); earlier chunks read as unknown.
     pub(crate) fn starting_at(first_chunk: usize, segment_size: u64) -> Self {
-        let mut s = Self::new(segment_size);
-        s.spans.skip_to(first_chunk, BinSpan::UNKNOWN);
-        s
+        SourceSummaries {
+            span_base: first_chunk,
+            ..Self::new(segment_size)
+        }
+    }
+
+    /// The number of the next chunk to push.
+    pub(crate) fn next_chunk(&self) -> usize {
+        self.span_base + self.spans.len()
+    }
+
+    fn next_bin(&self) -> u64 {
+        self.bin_base + self.bins.len() as u64
+    }
+
+    fn span(&self, chunk: usize) -> Option<BinSpan> {
+        self.spans.get(chunk.checked_sub(self.span_base)?)
+    }
+
+    /// The first bin held in memory of the chunks from `chunk` on (the
+    /// next bin when none is: paged and unknown chunks hold none).
+    fn first_bin_from(&self, chunk: usize) -> u64 {
+        (chunk.max(self.span_base)..self.next_chunk())
+            .find_map(|i| self.span(i).filter(|s| s.in_memory()).map(|s| s.start))
+            .unwrap_or(self.next_bin())
     }
 
     fn mark(&mut self, addr: u64) {
@@ -80,7 +114,7 @@ impl SourceSummaries {
         }
         let seg = addr / self.segment_size;
         if self.marks.back().is_none_or(|m| m.0 < seg) {
-            self.marks.push_back((seg, self.spans.len()));
+            self.marks.push_back((seg, self.next_chunk()));
         }
     }
 
@@ -107,17 +141,37 @@ impl SourceSummaries {
                 break;
             }
             self.marks.pop_front();
-            below = self.marks.front().map_or(self.spans.len(), |m| m.1);
+            below = self.marks.front().map_or(self.next_chunk(), |m| m.1);
         }
         if below > self.paged_below {
-            self.free_below(below);
+            self.restart_at(below);
             self.paged_below = below;
         }
     }
 
+    /// Starts the vectors again at chunk `chunk`, copying what memory holds
+    /// from there on (the chunks of segments not complete yet: few), so the
+    /// memory of every chunk below is freed, not only whole slabs.
+    fn restart_at(&mut self, chunk: usize) {
+        let first_bin = self.first_bin_from(chunk);
+        let mut spans = AppendVec::new(PAGE);
+        for i in chunk..self.next_chunk() {
+            spans.push(self.span(i).unwrap_or(BinSpan::UNKNOWN));
+        }
+        let mut bins = AppendVec::new(PAGE);
+        for b in first_bin..self.next_bin() {
+            let i = (b - self.bin_base) as usize;
+            bins.push(self.bins.get(i).unwrap_or_default());
+        }
+        self.spans = spans;
+        self.span_base = chunk;
+        self.bins = bins;
+        self.bin_base = first_bin;
+    }
+
     /// Frees the summaries of chunks below `chunk` (retention dropped them).
     pub(crate) fn forget_below(&mut self, chunk: usize) {
-        let chunk = chunk.min(self.spans.len());
+        let chunk = chunk.min(self.next_chunk());
         while self.marks.len() > 1 && self.marks.get(1).is_some_and(|m| m.1 <= chunk) {
             self.marks.pop_front();
         }
@@ -126,21 +180,12 @@ impl SourceSummaries {
 
     /// Frees the spans and bins of chunks below `chunk` (whole slabs).
     fn free_below(&mut self, chunk: usize) {
-        let chunk = chunk.min(self.spans.len());
         // Bins are pushed in chunk order, so the first bin still needed is
-        // the first bin of the first chunk from `chunk` on that has bins in
-        // memory (every bin when none has; a paged or unknown chunk has
-        // none).
-        let first_bin = (chunk..self.spans.len())
-            .find_map(|i| {
-                self.spans
-                    .get(i)
-                    .filter(|s| *s != BinSpan::UNKNOWN && *s != BinSpan::PAGED)
-                    .map(|s| s.start)
-            })
-            .unwrap_or(self.bins.len() as u64);
-        self.bins.drop_below(first_bin as usize);
-        self.spans.drop_below(chunk);
+        // the first in-memory bin of the chunks from `chunk` on.
+        let first_bin = self.first_bin_from(chunk);
+        self.bins
+            .drop_below(first_bin.saturating_sub(self.bin_base) as usize);
+        self.spans.drop_below(chunk.saturating_sub(self.span_base));
     }
 
     /// Appends the next chunk (at log address `addr`), whose summaries
@@ -153,7 +198,7 @@ impl SourceSummaries {
     /// Appends the summaries of the next chunk (at log address `addr`).
     pub(crate) fn push_chunk(&mut self, addr: u64, bins: &[BinSummary]) {
         self.mark(addr);
-        let start = self.bins.len() as u64;
+        let start = self.next_bin();
         for b in bins {
             self.bins.push(*b);
         }
@@ -167,6 +212,8 @@ impl SourceSummaries {
         SourceIndexView {
             spans: self.spans.view(),
             bins: self.bins.view(),
+            span_base: self.span_base,
+            bin_base: self.bin_base,
             paged_below: self.paged_below,
         }
     }
@@ -175,9 +222,11 @@ impl SourceSummaries {
 /// Readers' view of one source's summaries.
 #[derive(Clone)]
 pub(crate) struct SourceIndexView {
-    pub spans: AppendView<BinSpan>,
-    pub bins: AppendView<BinSummary>,
-    pub paged_below: usize,
+    spans: AppendView<BinSpan>,
+    bins: AppendView<BinSummary>,
+    span_base: usize,
+    bin_base: u64,
+    paged_below: usize,
 }
 
 /// Readers' view of every source's summaries, by the writer's source index.
@@ -195,6 +244,7 @@ pub(crate) struct IndexSnapshot {
 
 /// One chunk's summaries, from memory or from a paged segment.
 pub(crate) enum SummaryIter<'a> {
+    /// Bins `next..end` of `bins` (indices in the vector, not bin numbers).
     Memory {
         bins: &'a AppendView<BinSummary>,
         next: u64,
@@ -258,14 +308,18 @@ impl IndexSnapshot {
         if chunk_no < v.paged_below {
             return paged();
         }
-        let span = v.spans.get(chunk_no).filter(|s| *s != BinSpan::UNKNOWN)?;
+        let span = v
+            .spans
+            .get(chunk_no.checked_sub(v.span_base)?)
+            .filter(|s| *s != BinSpan::UNKNOWN)?;
         if span == BinSpan::PAGED {
             return paged();
         }
+        let next = span.start.checked_sub(v.bin_base)?;
         Some(SummaryIter::Memory {
             bins: &v.bins,
-            next: span.start,
-            end: span.start + u64::from(span.len),
+            next,
+            end: next + u64::from(span.len),
         })
     }
 }

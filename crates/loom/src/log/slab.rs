@@ -302,18 +302,6 @@ impl<T: Copy> AppendVec<T> {
         self.total += 1;
     }
 
-    /// Pushes `filler` until the next index is `n`, freeing the slabs it
-    /// fills (a vector that starts at index `n`).
-    pub(crate) fn skip_to(&mut self, n: usize, filler: T) {
-        while self.total < n {
-            self.push(filler);
-            if self.total.is_multiple_of(self.page) {
-                self.drop_below(self.total);
-            }
-        }
-        self.drop_below(n);
-    }
-
     /// Frees the full slabs whose every index is below `n`; readers' views
     /// taken before keep theirs.
     pub(crate) fn drop_below(&mut self, n: usize) {
@@ -535,12 +523,5 @@ mod tests {
             v.push(i);
         }
         assert_eq!(v.get(12), Some(12));
-
-        let mut s: AppendVec<u64> = AppendVec::new(4);
-        s.skip_to(10, u64::MAX);
-        assert_eq!((s.len(), s.held()), (10, 2));
-        s.push(10);
-        assert_eq!(s.get(10), Some(10));
-        assert_eq!(s.view().first(), 8);
     }
 }
