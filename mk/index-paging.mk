@@ -14,6 +14,10 @@
 # holds is answered within the budget too, reading its segments' summaries again on
 # each of the question's passes: about 5 ms per segment on this machine).
 #
+# The first reopen follows the write in the same process (its RSS includes the
+# writer's); the alternated ones after it are fresh processes. `RSS-CHECK` compares RSS
+# after open and after the P1 questions with the budget + 64 MB, and after the question
+# over everything (which fills the 32 MiB chunk cache) with that plus the chunk cache.
 # Output: evaluation-output/index-paging. The store goes to $(TMP_DATA_DIR)/index-paging
 # (about 3.9 GB for 150 M records; removed at the end).
 
