@@ -244,6 +244,8 @@ pub(crate) struct IndexSnapshot {
 
 /// One chunk's summaries, from memory or from a paged segment.
 pub(crate) enum SummaryIter<'a> {
+    /// In memory, in one slab (nearly always).
+    Slice(std::slice::Iter<'a, BinSummary>),
     /// Bins `next..end` of `bins` (indices in the vector, not bin numbers).
     Memory {
         bins: &'a AppendView<BinSummary>,
@@ -259,6 +261,7 @@ impl Iterator for SummaryIter<'_> {
     #[inline]
     fn next(&mut self) -> Option<BinSummary> {
         match self {
+            SummaryIter::Slice(it) => it.next().copied(),
             SummaryIter::Memory { bins, next, end } => {
                 while *next < *end {
                     let i = *next;
@@ -316,6 +319,9 @@ impl IndexSnapshot {
             return paged();
         }
         let next = span.start.checked_sub(v.bin_base)?;
+        if let Some(s) = v.bins.slice(next as usize, span.len as usize) {
+            return Some(SummaryIter::Slice(s.iter()));
+        }
         Some(SummaryIter::Memory {
             bins: &v.bins,
             next,

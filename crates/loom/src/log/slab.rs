@@ -369,6 +369,22 @@ impl<T: Copy> AppendView<T> {
         }
     }
 
+    /// Entries `i..i + n` as one slice, `None` when they straddle two slabs
+    /// or are not all held.
+    pub(crate) fn slice(&self, i: usize, n: usize) -> Option<&[T]> {
+        if i.checked_add(n)? > self.len {
+            return None;
+        }
+        let p = (i / self.page).checked_sub(self.first_page)?;
+        let o = i % self.page;
+        let slab = if p < self.full.len() {
+            self.full[p].as_slice()
+        } else {
+            self.current.as_slice()
+        };
+        slab.get(o..o.checked_add(n)?)
+    }
+
     /// First index `i` in `[0, len)` for which `pred` is false, assuming
     /// `pred` is true on a prefix and false after it. Freed entries count as
     /// part of that prefix (they are the oldest: retention frees in order).
@@ -523,5 +539,12 @@ mod tests {
             v.push(i);
         }
         assert_eq!(v.get(12), Some(12));
+        let view = v.view();
+        assert_eq!(view.slice(8, 2), Some(&[8u64, 9][..]));
+        assert_eq!(view.slice(10, 2), Some(&[10u64, 11][..]));
+        assert_eq!(view.slice(11, 2), None, "two slabs");
+        assert_eq!(view.slice(12, 1), Some(&[12u64][..]));
+        assert_eq!(view.slice(7, 2), None, "freed");
+        assert_eq!(view.slice(12, 2), None, "not pushed");
     }
 }
