@@ -366,8 +366,13 @@ pub(crate) fn read_flat(dir: &Path, segment: u64) -> Result<FlatSummaries> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(FlatSummaries::default()),
         Err(e) => return Err(Error::io(&p, e)),
     };
+    Ok(decode_flat(&bytes, segment))
+}
+
+/// The summaries of the valid prefix of a segment index file's bytes.
+fn decode_flat(bytes: &[u8], segment: u64) -> FlatSummaries {
     let mut out = FlatSummaries::default();
-    walk(&bytes, segment, |payload| {
+    walk(bytes, segment, |payload| {
         let mut c = Cursor { b: payload, pos: 0 };
         let kind = c.u8()?;
         if !matches!(kind, T_CHUNK | T_CHUNK_LEN | T_SUMMARIES) {
@@ -390,7 +395,7 @@ pub(crate) fn read_flat(dir: &Path, segment: u64) -> Result<FlatSummaries> {
         out.chunks.push((addr, start, n));
         Ok(())
     });
-    Ok(out)
+    out
 }
 
 /// Reads segment `segment`'s index file; an absent file reads as empty.

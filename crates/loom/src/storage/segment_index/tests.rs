@@ -113,3 +113,64 @@ fn paging_reads_summaries_flat_and_a_reopen_reads_them_lean(
 
     Ok(())
 }
+
+/// A valid index file's bytes: chunks with and without summaries, late
+/// summaries, frames and a footer.
+fn valid_file() -> Result<Vec<u8>, Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let mut w = SegmentIndexWriter::create(dir.path(), 3)?;
+    w.chunk(&chunk(0, Some(bins())))?;
+    w.chunk(&chunk(4096, None))?;
+    w.summaries(4096, &bins())?;
+    w.frames(&[FrameLoc {
+        addr: 0,
+        offset: 16,
+        len: 100,
+    }])?;
+    w.finish(8192, 2)?;
+    w.summaries(12288, &bins())?;
+    w.flush()?;
+    Ok(fs::read(path(dir.path(), 3))?)
+}
+
+proptest::proptest! {
+    /// Whatever the bytes (a valid file with bytes flipped, cut or
+    /// appended), reading them every way returns, never panics, and
+    /// paging finds summaries only where a full read does.
+    #[test]
+    fn mangled_files_are_read_without_panicking(
+        flips in proptest::collection::vec((proptest::prelude::any::<proptest::sample::Index>(), 1u8..), 0..6),
+        cut in proptest::prelude::any::<proptest::sample::Index>(),
+        tail in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+    ) {
+        let mut bytes = valid_file().map_err(|e| proptest::test_runner::TestCaseError::fail(e.to_string()))?;
+        for (at, x) in flips {
+            let i = at.index(bytes.len());
+            bytes[i] ^= x;
+        }
+        bytes.truncate(cut.index(bytes.len() + 1));
+        bytes.extend_from_slice(&tail);
+        let full = decode(&bytes, 3);
+        let lean = decode_with(&bytes, 3, true);
+        let flat = decode_flat(&bytes, 3);
+        proptest::prop_assert_eq!(full.chunks.len(), lean.chunks.len());
+        for (addr, start, n) in flat.chunks {
+            let in_entry = full
+                .chunks
+                .iter()
+                .find(|c| c.addr == addr)
+                .and_then(|c| c.summaries.clone());
+            let late = full.late_summaries.get(&addr).cloned();
+            let got = flat
+                .bins
+                .get(start as usize..(start + n) as usize)
+                .map(<[BinSummary]>::to_vec);
+            // What paging reads is what a full read found for that chunk:
+            // in its entry or in a late entry.
+            proptest::prop_assert!(
+                got.is_some() && (got == in_entry || got == late),
+                "chunk {}: paged {:?}, entry {:?}, late {:?}", addr, got, in_entry, late
+            );
+        }
+    }
+}
