@@ -9,10 +9,11 @@
 #   make index-paging [INDEX_PAGING_RECORDS=150000000] [INDEX_PAGING_BUDGET=8388608]
 #
 # Defaults: 150 M records in 64 MiB segments hold about 93 MB of summaries, 11 times the
-# 8 MiB budget; one segment's summaries take about 1.6 MB, so the 4 MiB cache half holds
-# the two segments the question's window may straddle (a window longer than the cache
-# holds is answered within the budget too, reading its segments' summaries again on
-# each of the question's passes: about 5 ms per segment on this machine).
+# 8 MiB budget; one segment's summaries take about 1.6 MB, so the cache (what the recent
+# summaries leave of the budget, at least 4 MiB) holds the segments the question's window
+# touches (a window longer than the cache holds is answered within the budget too,
+# reading its segments' summaries again on each of the question's passes: a few ms per
+# segment on this machine).
 #
 # The first reopen follows the write in the same process (its RSS includes the
 # writer's); the alternated ones after it are fresh processes. `RSS-CHECK` compares RSS

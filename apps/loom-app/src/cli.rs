@@ -149,8 +149,8 @@ pub struct Cli {
     #[arg(long)]
     pub retention_bytes: Option<u64>,
     /// Bytes of range-index summaries held in memory, whatever the store's
-    /// size: half for the newest data's, half for older data's read back
-    /// from the segment index files by queries (`loom::Config::
+    /// size: up to half for the newest data's, the rest for older data's
+    /// read back from the segment index files by queries (`loom::Config::
     /// index_cache_bytes`, which says why 64 MiB).
     #[arg(long, default_value_t = 64 << 20)]
     pub index_cache_bytes: usize,

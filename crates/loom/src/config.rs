@@ -46,11 +46,11 @@ pub struct Config {
     /// Default 32 MiB; 0 keeps none. Read-only opens use the default.
     pub chunk_cache_bytes: usize,
     /// Bytes of range-index summaries held in memory, so index memory is
-    /// bounded by configuration, not by the store's size. Half holds the
-    /// newest segments' summaries (older complete segments' are paged out
-    /// to the segment index files that already hold them); half caches
-    /// summaries a query read back from those files (least recently used
-    /// segment evicted first). Default 64 MiB: one 256 MiB segment of small
+    /// bounded by configuration, not by the store's size. Up to half holds
+    /// the newest segments' summaries (older complete segments' are paged
+    /// out to the segment index files that already hold them); the rest
+    /// caches summaries a query read back from those files (least recently
+    /// used segment evicted first). Default 64 MiB: one 256 MiB segment of small
     /// records (24 bytes, ~30 bins touched per chunk) takes about 6 MB of
     /// summaries, so the newest ~1.3 GB of data stay in memory and a query
     /// over older data pages in a few segments at a time (a few ms each).

@@ -105,7 +105,8 @@ pub struct IndexMemory {
     pub cache_bytes: usize,
     /// Segments whose summaries are cached.
     pub cache_segments: usize,
-    /// Bytes the cache may hold.
+    /// Bytes the cache may hold now: what `summaries_bytes` leaves of
+    /// `Config::index_cache_bytes`, and at least half of it.
     pub cache_budget: usize,
     /// Segment summaries read from index files so far (cache misses).
     pub segment_loads: u64,

@@ -256,7 +256,11 @@ fn run_scenario((n, ops, windows, ranges): Scenario, paged: bool) -> Result<(), 
     check_all(&r, &model, &ids, &windows, &ranges)?;
     if paged {
         let m = r.snapshot().index_memory();
-        prop_assert!(m.cache_budget == TINY_BUDGET / 2, "{:?}", m);
+        prop_assert!(
+            (TINY_BUDGET / 2..=TINY_BUDGET).contains(&m.cache_budget),
+            "{:?}",
+            m
+        );
         // Summaries were read back whenever a query met a chunk of a
         // complete segment other than the newest few (the reopen decodes
         // index files of TINY_BUDGET / 12 bytes at most, so of two larger

@@ -362,6 +362,7 @@ impl Worker {
                     })
                 })
                 .collect();
+            self.pages.set_recent(held_bytes);
             out.store(Arc::new(IndexSnapshot {
                 sources,
                 error: self.error.clone(),

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::bin_summary::BinSummary;
@@ -100,17 +100,22 @@ pub(crate) struct PagesStats {
 pub(crate) struct SummaryPages {
     dir: PathBuf,
     segment_size: u64,
-    budget: usize,
+    /// `Config::index_cache_bytes`: for the recent summaries and this cache.
+    total: usize,
+    /// Bytes of recent summaries the indexer holds (it tells after each
+    /// batch): the cache may use what they leave, and at least half.
+    recent: AtomicUsize,
     lru: Mutex<Lru>,
     loads: AtomicU64,
 }
 
 impl SummaryPages {
-    pub(crate) fn new(dir: PathBuf, segment_size: u64, budget: usize) -> Self {
+    pub(crate) fn new(dir: PathBuf, segment_size: u64, total: usize) -> Self {
         SummaryPages {
             dir,
             segment_size: segment_size.max(1),
-            budget,
+            total,
+            recent: AtomicUsize::new(0),
             lru: Mutex::new(Lru::default()),
             loads: AtomicU64::new(0),
         }
@@ -167,7 +172,8 @@ impl SummaryPages {
         lru.bytes += bytes;
         // Evict the least recently used segments down to the budget; the
         // one just loaded stays even when it alone is larger.
-        while lru.bytes > self.budget && lru.segs.len() > 1 {
+        let budget = self.budget();
+        while lru.bytes > budget && lru.segs.len() > 1 {
             let Some((&victim, _)) = lru
                 .segs
                 .iter()
@@ -197,9 +203,17 @@ impl SummaryPages {
         }
     }
 
-    /// Bytes the cache may hold.
+    /// Bytes the cache may hold now: what the recent summaries leave of
+    /// the total, and at least half of it (the recent ones may pass their
+    /// half by the segment being written).
     pub(crate) fn budget(&self) -> usize {
-        self.budget
+        let recent = self.recent.load(Ordering::Relaxed);
+        self.total - recent.min(self.total / 2)
+    }
+
+    /// The indexer holds `bytes` of recent summaries.
+    pub(crate) fn set_recent(&self, bytes: usize) {
+        self.recent.store(bytes, Ordering::Relaxed);
     }
 
     pub(crate) fn stats(&self) -> PagesStats {

@@ -258,6 +258,7 @@ fn start_indexer(
             initial.held_bytes += summaries.held_bytes();
         }
     }
+    indexer.pages.set_recent(initial.held_bytes);
     indexer.published.store(Arc::new(initial));
     if indexer.thread.is_none() {
         return Err(Error::FlushFailed(
@@ -281,13 +282,13 @@ fn start_indexer(
 /// that half divided by this.
 const FILE_TO_MEMORY: usize = 6;
 
-/// The cache of summaries paged back in: half of `index_cache_bytes` (the
-/// other half holds the newest segments' summaries, `SegmentIndexing`).
+/// The cache of summaries paged back in: what the newest segments'
+/// summaries (at most half, `SegmentIndexing`) leave of `index_cache_bytes`.
 fn pages(dir: &Path, layout: Layout, config: &Config) -> Arc<SummaryPages> {
     Arc::new(SummaryPages::new(
         dir.to_path_buf(),
         layout.segment_size,
-        config.index_cache_bytes / 2,
+        config.index_cache_bytes,
     ))
 }
 
