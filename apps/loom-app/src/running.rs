@@ -167,6 +167,7 @@ impl Running {
         ask_at_end(&cli, &reader, &ablation, end, now);
         let summary = Summary::of(end, &counters);
         print_final(&cli, &counters, now.saturating_sub(first), start.elapsed());
+        print_index_memory(&reader, cli.index_cache_bytes);
         drop(otlp);
         drop(http);
         threads.listener_stop.store(true, Ordering::SeqCst);
@@ -236,6 +237,22 @@ fn ask_at_end(cli: &Cli, reader: &Reader, ablation: &[Query], end: IngestEnd, no
             }
         }
     }
+}
+
+/// The `Final index:` line: the index memory the store holds at the end
+/// (bounded by `--index-cache-bytes`, not by the store's size).
+fn print_index_memory(reader: &loom::Reader, budget: usize) {
+    let m = reader.snapshot().index_memory();
+    println!(
+        "Final index: memory held {} bytes, summaries at most {budget} (--index-cache-bytes) (summaries of recent data {}, summaries paged back in {} in {} segments of a cache budget {}, time index {}), segment summaries paged in {}",
+        m.held_bytes(),
+        m.summaries_bytes,
+        m.cache_bytes,
+        m.cache_segments,
+        m.cache_budget,
+        m.directory_bytes,
+        m.segment_loads
+    );
 }
 
 /// The `Final:`, `Final OTLP:` and `Final /write:` lines, and `STATS` with

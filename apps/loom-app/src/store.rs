@@ -49,6 +49,7 @@ pub fn open(cli: &Cli) -> anyhow::Result<Store> {
     }
     let config = loom::Config {
         retention_bytes: cli.retention_bytes,
+        index_cache_bytes: cli.index_cache_bytes,
         retention_age_us: cli.retention_age_s.map(|s| s.saturating_mul(1_000_000)),
         compression_level: (cli.compression_level != 0).then_some(cli.compression_level),
         ..loom::Config::default()

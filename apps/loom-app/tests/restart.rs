@@ -91,10 +91,20 @@ fn two_runs_append_to_one_store() {
     let store = dir.path().join("store");
     let sent: u64 = by_source(&rec).values().map(|v| v.len() as u64).sum();
     let mut outputs = Vec::new();
-    for _ in 0..2 {
+    // The second run's index budget is tiny: the first run's summaries stay
+    // in their segment index file and its end-of-run questions read them
+    // back from there.
+    for budget in ["67108864", "65536"] {
         let app = start_app(
             &store,
-            &["--timestamps", "event", "--stop-after-connections", "1"],
+            &[
+                "--timestamps",
+                "event",
+                "--stop-after-connections",
+                "1",
+                "--index-cache-bytes",
+                budget,
+            ],
         );
         replay_into(&app.tcp(), &rec, 20.0).join().expect("replay");
         let end = app.wait();
@@ -105,6 +115,11 @@ fn two_runs_append_to_one_store() {
     assert!(second.contains("reopened "), "{second}");
     assert!(second.contains("recovered kv op=read: "), "{second}");
     assert!(second.contains("dropped: nothing"), "{second}");
+    let index = outputs[1]
+        .iter()
+        .find(|l| l.starts_with("Final index: memory held "))
+        .unwrap_or_else(|| panic!("no Final index line in {second}"));
+    assert!(index.contains("summaries at most 65536"), "{index}");
 
     let r = loom::open_read_only(&store).expect("open the store read-only");
     let snap = r.snapshot();

@@ -160,5 +160,15 @@ pub fn describe(dir: &Path) -> anyhow::Result<String> {
             reserve as f64 / 1e6
         )?;
     }
+    let m = snap.index_memory();
+    writeln!(
+        out,
+        "index memory: {:.1} MB held (summaries of recent data {:.1} MB, paged back in {:.1} MB of a {:.1} MB cache, time index {:.1} MB); summaries of older segments stay in their index files",
+        m.held_bytes() as f64 / 1e6,
+        m.summaries_bytes as f64 / 1e6,
+        m.cache_bytes as f64 / 1e6,
+        m.cache_budget as f64 / 1e6,
+        m.directory_bytes as f64 / 1e6
+    )?;
     Ok(out)
 }

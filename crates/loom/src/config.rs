@@ -45,6 +45,17 @@ pub struct Config {
     /// and `max` and `percentile` of one statement read them twice).
     /// Default 32 MiB; 0 keeps none. Read-only opens use the default.
     pub chunk_cache_bytes: usize,
+    /// Bytes of range-index summaries held in memory, so index memory is
+    /// bounded by configuration, not by the store's size. Up to half holds
+    /// the newest segments' summaries (older complete segments' are paged
+    /// out to the segment index files that already hold them); the rest
+    /// caches summaries a query read back from those files (least recently
+    /// used segment evicted first). Default 64 MiB: one 256 MiB segment of small
+    /// records (24 bytes, ~30 bins touched per chunk) takes about 6 MB of
+    /// summaries, so the newest ~1.3 GB of data stay in memory and a query
+    /// over older data pages in a few segments at a time (a few ms each).
+    /// Read-only opens use the default.
+    pub index_cache_bytes: usize,
     /// Bytes per in-memory block; full blocks go to the flusher. Default 16 MiB:
     /// one large sequential write per block. Multiple of 4096 and of nothing else.
     pub block_size: usize,
@@ -107,6 +118,7 @@ impl Default for Config {
             first_chunk_bytes: 512,
             seal_after_us: Some(60_000_000),
             chunk_cache_bytes: 32 << 20,
+            index_cache_bytes: 64 << 20,
             block_size: 16 * 1024 * 1024,
             segment_size: 256 * 1024 * 1024,
             max_blocks_in_memory: 4,

@@ -63,7 +63,7 @@ pub use query::{Aggregate, CountResult, IndexMode, ScanStats};
 pub use reader::Reader;
 pub use record_builder::{fixed_len, RecordBuilder};
 pub use schema::{find_field, FieldDef, FieldType, IndexDef, SourceSchema, Value};
-pub use snapshot::{IndexHeld, Snapshot, StorageUse};
+pub use snapshot::{IndexHeld, IndexMemory, Snapshot, StorageUse};
 pub use source::{Extractor, RangeIndexSpec, RecordAddress, SourceHandle, SourceId};
 pub use storage::recovery::RecoveryReport;
 pub use writer::{open, open_read_only, Writer, WriterStats};

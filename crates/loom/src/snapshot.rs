@@ -93,6 +93,35 @@ pub struct IndexHeld {
     pub bin_summaries: usize,
 }
 
+/// Index memory of the whole store (see [`Snapshot::index_memory`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IndexMemory {
+    /// Bytes of range-index summaries held in memory for recent chunks
+    /// (the indexer pages out the oldest complete segments' past
+    /// `Config::index_cache_bytes / 2`).
+    pub summaries_bytes: usize,
+    /// Bytes of summaries read back from segment index files and cached
+    /// (at most `cache_budget`, plus the one segment a query is reading).
+    pub cache_bytes: usize,
+    /// Segments whose summaries are cached.
+    pub cache_segments: usize,
+    /// Bytes the cache may hold now: what `summaries_bytes` leaves of
+    /// `Config::index_cache_bytes`, and at least half of it.
+    pub cache_budget: usize,
+    /// Segment summaries read from index files so far (cache misses).
+    pub segment_loads: u64,
+    /// Bytes of time-index (directory) entries in memory: one per
+    /// retained chunk, never paged.
+    pub directory_bytes: usize,
+}
+
+impl IndexMemory {
+    /// Everything above together: the index memory the store holds.
+    pub fn held_bytes(&self) -> usize {
+        self.summaries_bytes + self.cache_bytes + self.directory_bytes
+    }
+}
+
 /// What a source's sealed chunks take (see [`Snapshot::storage_use`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StorageUse {
@@ -134,7 +163,9 @@ impl Snapshot {
         chunk_no: usize,
     ) -> Option<impl Iterator<Item = BinSummary> + '_> {
         let idx = *self.p.ids.get(&sv.id)?;
-        self.ix.summaries(idx, chunk_no)
+        self.ix.summaries(idx, chunk_no, || {
+            sv.dir.chunks.get(chunk_no).map(|c| c.addr)
+        })
     }
 
     /// The summaries of chunk `chunk_no` when the chunk lies wholly inside
@@ -219,6 +250,28 @@ impl Snapshot {
             summarised_chunks: spans,
             bin_summaries: bins,
         })
+    }
+
+    /// The index memory of the whole store: summaries held for recent
+    /// chunks, summaries paged back in and cached, and time-index entries.
+    /// Walks the sources once.
+    pub fn index_memory(&self) -> IndexMemory {
+        let pages = self.ix.pages.as_ref().map(|p| (p.stats(), p.budget()));
+        let entry = std::mem::size_of::<crate::index::directory::ChunkEntry>();
+        let directory_bytes = self
+            .p
+            .sources
+            .iter()
+            .map(|s| (s.dir.chunks.len() - s.dir.chunks.first()) * entry)
+            .sum();
+        IndexMemory {
+            summaries_bytes: self.ix.held_bytes,
+            cache_bytes: pages.map_or(0, |(s, _)| s.bytes),
+            cache_segments: pages.map_or(0, |(s, _)| s.segments),
+            cache_budget: pages.map_or(0, |(_, b)| b),
+            segment_loads: pages.map_or(0, |(s, _)| s.loads),
+            directory_bytes,
+        }
     }
 
     /// What the source's retained sealed chunks take, uncompressed and in

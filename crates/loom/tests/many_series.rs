@@ -4,12 +4,17 @@
 //! some holding one record), values with many ties, windows in memory, on
 //! disk, across both, empty and beyond the data, quantiles 0, 0.5, 0.9999,
 //! 1 and random ones; series sharing one bin layout (merged bin counts) and
-//! series with different layouts (the exact fallback).
+//! series with different layouts (the exact fallback); and again with the
+//! indexes declared in schemas (summaries persisted) and an index-cache
+//! budget so small that the summaries are paged out and read back from the
+//! segment index files, before and after a reopen.
 
 mod common;
 
 use common::{record, small_config, value_of};
-use loom::{Aggregate, RangeIndexSpec, Reader, SourceId};
+use loom::{
+    Aggregate, FieldDef, FieldType, IndexDef, RangeIndexSpec, Reader, SourceId, SourceSchema,
+};
 use proptest::prelude::*;
 
 /// One pushed record: (series, timestamp, value).
@@ -21,6 +26,26 @@ fn spec(interval: u64) -> RangeIndexSpec {
         min: 100,
         interval,
         n_bins: 20,
+    }
+}
+
+/// `spec(interval)` declared in a schema: the same bins over the same
+/// value (the first 8 bytes), persisted, so its summaries can be paged.
+fn schema(series: usize, interval: u64) -> SourceSchema {
+    SourceSchema {
+        measurement: "many".into(),
+        tags: vec![("series".into(), series.to_string())],
+        fields: vec![FieldDef {
+            name: "v".into(),
+            offset: 0,
+            ty: FieldType::U64,
+        }],
+        index: Some(IndexDef {
+            field: "v".into(),
+            min: 100,
+            interval,
+            n_bins: 20,
+        }),
     }
 }
 
@@ -206,5 +231,43 @@ proptest! {
             brute_aggregate(&recs, &[0], 0, u64::MAX).count + 1);
         prop_assert_eq!(r.percentile_many(&[], 0, u64::MAX, 0.5)?, None);
         prop_assert!(r.percentile_many(&ids, 0, u64::MAX, 1.5).is_err());
+    }
+
+    #[test]
+    fn many_series_queries_equal_brute_force_with_summaries_paged_out(c in case()) {
+        let dir = tempfile::tempdir()?;
+        let cfg = loom::Config { index_cache_bytes: 4096, ..small_config() };
+        let ids: Vec<SourceId> = (0..c.series as u64).map(|i| SourceId(1000 + i)).collect();
+        let mut recs: Vec<Rec> = Vec::new();
+        {
+            let (mut w, r) = loom::open(dir.path(), cfg.clone())?;
+            let schemas = ids.iter().enumerate().map(|(i, &id)| {
+                let interval = if c.mixed_layouts && i % 3 == 1 { 7 } else { 50 };
+                (id, schema(i, interval))
+            });
+            let handles = w
+                .declare_all(schemas.collect())?
+                .into_iter()
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut ts = 0u64;
+            for (n, &(s, dt, value)) in c.pushes.iter().enumerate() {
+                ts += dt;
+                w.push(handles[s], ts, &record(value, (value % 5) as usize))?;
+                recs.push((s, ts, value));
+                if n % c.persist_every == c.persist_every - 1 {
+                    w.persist()?;
+                }
+            }
+            w.sync();
+            if c.wait_index {
+                w.wait_for_index()?;
+            }
+            check(&r, &c, &recs, &ids)?;
+            w.close()?;
+        }
+        // Reopened, the older segments' summaries stay in their files until
+        // a question reads them.
+        let (_w, r) = loom::open(dir.path(), cfg)?;
+        check(&r, &c, &recs, &ids)?;
     }
 }

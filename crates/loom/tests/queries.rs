@@ -1,11 +1,14 @@
 //! Every query, on many generated stores, equals brute force over the same
 //! records: windows in memory, on disk, across both, empty, beyond the data,
-//! before and after a reopen.
+//! before and after a reopen; and again with the range index declared in a
+//! schema (summaries persisted) and an index-cache budget so small that
+//! nearly every summary is paged out and read back from the segment index
+//! files.
 
 mod common;
 
 use common::{record, small_config, spec, value_of, Model};
-use loom::{IndexMode, Reader, SourceId};
+use loom::{FieldDef, FieldType, IndexDef, IndexMode, Reader, SourceId, SourceSchema};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
@@ -155,54 +158,139 @@ fn check_all(
     Ok(())
 }
 
+/// The index of `common::spec()` declared in a schema: the same bins over
+/// the same value (the first 8 bytes, 0 for a shorter record), persisted
+/// in the segment index files, so its summaries can be paged.
+fn schema() -> SourceSchema {
+    SourceSchema {
+        measurement: "paged".into(),
+        tags: vec![],
+        fields: vec![FieldDef {
+            name: "v".into(),
+            offset: 0,
+            ty: FieldType::U64,
+        }],
+        index: Some(IndexDef {
+            field: "v".into(),
+            min: 100,
+            interval: 50,
+            n_bins: 20,
+        }),
+    }
+}
+
+/// Index-cache budget of the paged runs: summaries of a few chunks.
+const TINY_BUDGET: usize = 4096;
+
+fn config(paged: bool) -> loom::Config {
+    loom::Config {
+        index_cache_bytes: if paged { TINY_BUDGET } else { 64 << 20 },
+        ..small_config()
+    }
+}
+
+fn declare(w: &mut loom::Writer, id: SourceId, paged: bool) -> loom::Result<loom::SourceHandle> {
+    if paged {
+        w.declare(id, schema())
+    } else {
+        w.declare_source(id, Some(spec()))
+    }
+}
+
+fn run_scenario((n, ops, windows, ranges): Scenario, paged: bool) -> Result<(), TestCaseError> {
+    let dir = tempfile::tempdir()?;
+    let ids: Vec<SourceId> = (0..n).map(|i| SourceId(0x1000 + i as u64)).collect();
+    let mut model = Model::default();
+    {
+        let (mut w, r) = loom::open(dir.path(), config(paged))?;
+        let handles: Vec<_> = ids
+            .iter()
+            .map(|&id| declare(&mut w, id, paged))
+            .collect::<Result<_, _>>()?;
+        let mut ts = vec![0u64; n];
+        for (i, op) in ops.iter().enumerate() {
+            match *op {
+                Op::Push {
+                    source,
+                    dt,
+                    value,
+                    extra,
+                } => {
+                    ts[source] += dt;
+                    let b = record(value, extra);
+                    let addr = w.push(handles[source], ts[source], &b)?;
+                    prop_assert_eq!(
+                        addr.seq as usize,
+                        model.records.iter().filter(|x| x.0 == ids[source]).count()
+                    );
+                    model.records.push((ids[source], ts[source], b));
+                }
+                Op::Persist => w.persist()?,
+            }
+            if i % 97 == 0 {
+                w.sync();
+            }
+        }
+        w.sync();
+        // Once with whatever the indexer has summarised, once with all.
+        check_all(&r, &model, &ids, &windows, &ranges)?;
+        w.wait_for_index()?;
+        check_all(&r, &model, &ids, &windows, &ranges)?;
+        // point lookups by address
+        for (k, (id, t, b)) in model.records.iter().enumerate().step_by(37) {
+            let seq = model.records[..k].iter().filter(|x| x.0 == *id).count() as u64;
+            let got = r.get(loom::RecordAddress { source: *id, seq })?;
+            prop_assert_eq!(got, Some((*t, b.clone())));
+        }
+        w.close()?;
+    }
+    // Reopen: everything was persisted by close; an extractor's index is
+    // rebuilt on declare, a schema's summaries come from the index files
+    // (paged: left there until a query reads them).
+    let (mut w, r) = loom::open(dir.path(), config(paged))?;
+    prop_assert!(w.dropped_tail().is_none(), "{:?}", w.dropped_tail());
+    for &id in &ids {
+        declare(&mut w, id, paged)?;
+    }
+    w.wait_for_index()?;
+    check_all(&r, &model, &ids, &windows, &ranges)?;
+    if paged {
+        let m = r.snapshot().index_memory();
+        prop_assert!(
+            (TINY_BUDGET / 2..=TINY_BUDGET).contains(&m.cache_budget),
+            "{:?}",
+            m
+        );
+        // Summaries were read back whenever a query met a chunk of a
+        // complete segment other than the newest few (the reopen decodes
+        // index files of TINY_BUDGET / 12 bytes at most, so of two larger
+        // than TINY_BUDGET / 8 at least one complete one stays paged).
+        let segments = std::fs::read_dir(dir.path())?
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".idx"))
+            .filter(|e| {
+                e.metadata()
+                    .is_ok_and(|m| m.len() > (TINY_BUDGET / 8) as u64)
+            })
+            .count();
+        if segments >= 2 {
+            prop_assert!(m.segment_loads > 0, "{} index files, {:?}", segments, m);
+        }
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 40, .. ProptestConfig::default() })]
 
     #[test]
-    fn queries_match_brute_force((n, ops, windows, ranges) in scenario()) {
-        let dir = tempfile::tempdir()?;
-        let ids: Vec<SourceId> = (0..n).map(|i| SourceId(0x1000 + i as u64)).collect();
-        let mut model = Model::default();
-        {
-            let (mut w, r) = loom::open(dir.path(), small_config())?;
-            let handles: Vec<_> = ids.iter().map(|&id| w.declare_source(id, Some(spec()))).collect::<Result<_, _>>()?;
-            let mut ts = vec![0u64; n];
-            for (i, op) in ops.iter().enumerate() {
-                match *op {
-                    Op::Push { source, dt, value, extra } => {
-                        ts[source] += dt;
-                        let b = record(value, extra);
-                        let addr = w.push(handles[source], ts[source], &b)?;
-                        prop_assert_eq!(addr.seq as usize, model.records.iter().filter(|x| x.0 == ids[source]).count());
-                        model.records.push((ids[source], ts[source], b));
-                    }
-                    Op::Persist => w.persist()?,
-                }
-                if i % 97 == 0 {
-                    w.sync();
-                }
-            }
-            w.sync();
-            // Once with whatever the indexer has summarised, once with all.
-            check_all(&r, &model, &ids, &windows, &ranges)?;
-            w.wait_for_index()?;
-            check_all(&r, &model, &ids, &windows, &ranges)?;
-            // point lookups by address
-            for (k, (id, t, b)) in model.records.iter().enumerate().step_by(37) {
-                let seq = model.records[..k].iter().filter(|x| x.0 == *id).count() as u64;
-                let got = r.get(loom::RecordAddress { source: *id, seq })?;
-                prop_assert_eq!(got, Some((*t, b.clone())));
-            }
-            w.close()?;
-        }
-        // Reopen: everything was persisted by close; index rebuilt on declare.
-        let (mut w, r) = loom::open(dir.path(), small_config())?;
-        prop_assert!(w.dropped_tail().is_none(), "{:?}", w.dropped_tail());
-        for &id in &ids {
-            w.declare_source(id, Some(spec()))?;
-        }
-        w.wait_for_index()?;
-        check_all(&r, &model, &ids, &windows, &ranges)?;
+    fn queries_match_brute_force(s in scenario()) {
+        run_scenario(s, false)?;
+    }
+
+    #[test]
+    fn queries_match_brute_force_with_summaries_paged_out(s in scenario()) {
+        run_scenario(s, true)?;
     }
 }
 

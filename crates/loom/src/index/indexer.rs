@@ -1,5 +1,5 @@
 //! The indexer thread: summarises sealed chunks for the range index and
-//! keeps the segment index files (`storage/segment_index.rs`).
+//! keeps the segment index files (`storage/segment_index/`).
 //!
 //! The writer hands over every sealed chunk's header (and its block while it
 //! is in memory); decoding records, extracting values and filling bin
@@ -20,6 +20,7 @@ use arc_swap::ArcSwap;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use crate::bin_summary::BinSummary;
+use crate::index::paged::SummaryPages;
 use crate::index::state::IndexState;
 use crate::index::summaries::{IndexSnapshot, SourceSummaries, Summariser};
 use crate::log::chunk::{ChunkHeader, HEADER_LEN};
@@ -30,7 +31,7 @@ use crate::storage::segments::SegmentFiles;
 
 pub(crate) enum IndexMsg {
     /// Start indexing source `source` (the writer's dense index) from
-    /// chunk `summaries.spans.len()` on.
+    /// chunk `summaries.next_chunk()` on.
     Declare {
         source: usize,
         state: Arc<IndexState>,
@@ -46,11 +47,20 @@ pub(crate) enum IndexMsg {
         block: Option<(u64, SlabView<u8>)>,
         counted: bool,
     },
-    /// A recovered chunk whose summaries are known (from its segment index).
+    /// A recovered chunk (at `addr`) whose summaries are known (from its
+    /// segment index).
     Known {
         source: usize,
         chunk_no: usize,
+        addr: u64,
         bins: Vec<BinSummary>,
+    },
+    /// A recovered chunk (at `addr`) whose summaries are in its segment
+    /// index file and stay there until a query needs them (`paged.rs`).
+    Paged {
+        source: usize,
+        chunk_no: usize,
+        addr: u64,
     },
     /// A chunk sealed before its source's index was declared (or
     /// recovered without summaries): read it from `block` or disk.
@@ -86,6 +96,9 @@ pub(crate) struct SegmentIndexing {
     pub dir: PathBuf,
     pub segment_size: u64,
     pub flusher: Arc<FlusherStatus>,
+    /// Bytes of summaries kept in memory before the oldest complete
+    /// segments' are paged out (`Config::index_cache_bytes`, halved).
+    pub hot_bytes: usize,
 }
 
 pub(crate) struct Indexer {
@@ -95,6 +108,8 @@ pub(crate) struct Indexer {
     pub done: Arc<AtomicU64>,
     pub published: Arc<ArcSwap<IndexSnapshot>>,
     pub thread: Option<JoinHandle<()>>,
+    /// Summaries paged out of memory, read back for queries.
+    pub pages: Arc<SummaryPages>,
 }
 
 impl Indexer {
@@ -102,10 +117,15 @@ impl Indexer {
         files: Arc<SegmentFiles>,
         chunk_size: usize,
         indexing: Option<SegmentIndexing>,
+        pages: Arc<SummaryPages>,
     ) -> Self {
         let (tx, rx) = crossbeam_channel::unbounded();
-        let published = Arc::new(ArcSwap::from_pointee(IndexSnapshot::default()));
+        let published = Arc::new(ArcSwap::from_pointee(IndexSnapshot {
+            pages: Some(Arc::clone(&pages)),
+            ..IndexSnapshot::default()
+        }));
         let out = Arc::clone(&published);
+        let worker_pages = Arc::clone(&pages);
         let done = Arc::new(AtomicU64::new(0));
         let progress = Arc::clone(&done);
         let thread = std::thread::Builder::new()
@@ -124,7 +144,10 @@ impl Indexer {
                         current: None,
                         pending: Vec::new(),
                         broken: Vec::new(),
+                        complete_upto: None,
+                        paged_upto: None,
                     }),
+                    pages: worker_pages,
                 };
                 w.run(rx, out, progress)
             });
@@ -140,6 +163,7 @@ impl Indexer {
             done,
             published,
             thread,
+            pages,
         }
     }
 }
@@ -153,6 +177,11 @@ struct IndexFiles {
     pending: Vec<(u64, u64, u64, u64)>,
     /// Segments whose file could not be written; recovery scans them.
     broken: Vec<u64>,
+    /// Newest segment whose index file got its footer in this run (those
+    /// before it are complete too: footers are written in order).
+    complete_upto: Option<u64>,
+    /// Newest segment `page_out` looked at.
+    paged_upto: Option<u64>,
 }
 
 impl IndexFiles {
@@ -241,8 +270,11 @@ impl IndexFiles {
                     Some(f) => w.frames(f),
                     None => Ok(()),
                 };
-                if let Err(e) = r.and_then(|_| w.finish(data_end, chunks)) {
-                    self.fail(seg, &e);
+                match r.and_then(|_| w.finish(data_end, chunks)) {
+                    Ok(()) => {
+                        self.complete_upto = Some(self.complete_upto.map_or(seg, |c| c.max(seg)));
+                    }
+                    Err(e) => self.fail(seg, &e),
                 }
             }
             if self.current.as_ref().is_some_and(|w| w.segment == seg) {
@@ -276,6 +308,7 @@ struct Worker {
     /// series.
     summariser: Summariser,
     segs: Option<IndexFiles>,
+    pages: Arc<SummaryPages>,
 }
 
 impl Worker {
@@ -317,13 +350,24 @@ impl Worker {
                 s.flush();
                 s.finish_durable(&self.files);
             }
+            self.page_out();
+            let mut held_bytes = 0;
+            let sources = self
+                .sources
+                .iter()
+                .map(|s| {
+                    s.as_ref().map(|s| {
+                        held_bytes += s.summaries.held_bytes();
+                        s.summaries.view()
+                    })
+                })
+                .collect();
+            self.pages.set_recent(held_bytes);
             out.store(Arc::new(IndexSnapshot {
-                sources: self
-                    .sources
-                    .iter()
-                    .map(|s| s.as_ref().map(|s| s.summaries.view()))
-                    .collect(),
+                sources,
                 error: self.error.clone(),
+                pages: Some(Arc::clone(&self.pages)),
+                held_bytes,
             }));
             progress.fetch_add(counted, Ordering::Release);
             for b in barriers.drain(..) {
@@ -333,6 +377,52 @@ impl Worker {
         if let Some(s) = self.segs.as_mut() {
             s.flush();
             s.finish_durable(&self.files);
+        }
+    }
+
+    /// Pages out the summaries of the oldest complete segments (their index
+    /// files hold them, footer written) while the summaries in memory pass
+    /// the budget. Looked at once per completed segment: between, memory
+    /// grows by at most the summaries of the segment being written.
+    fn page_out(&mut self) {
+        let Some(segs) = self.segs.as_mut() else {
+            return;
+        };
+        let Some(done) = segs.complete_upto else {
+            return;
+        };
+        if segs.paged_upto == Some(done) {
+            return;
+        }
+        segs.paged_upto = Some(done);
+        let budget = segs.cfg.hot_bytes;
+        loop {
+            let held: usize = self
+                .sources
+                .iter()
+                .filter_map(|s| s.as_ref())
+                .map(|s| s.summaries.held_bytes())
+                .sum();
+            if held <= budget {
+                return;
+            }
+            let oldest = self
+                .sources
+                .iter()
+                .flatten()
+                .filter(|s| s.state.persistable())
+                .filter_map(|s| s.summaries.oldest_segment())
+                .min();
+            // A segment whose index file could not be written keeps its
+            // summaries in memory (so do later ones: paging is by prefix).
+            let Some(seg) = oldest.filter(|s| *s <= done && !segs.broken.contains(s)) else {
+                return;
+            };
+            for s in self.sources.iter_mut().flatten() {
+                if s.state.persistable() {
+                    s.summaries.page_out_through(seg);
+                }
+            }
         }
     }
 
@@ -371,11 +461,24 @@ impl Worker {
             IndexMsg::Known {
                 source,
                 chunk_no,
+                addr,
                 bins,
             } => {
                 if let Some(Some(si)) = self.sources.get_mut(source) {
-                    if si.summaries.spans.len() == chunk_no {
-                        si.summaries.push_chunk(&bins);
+                    if si.summaries.next_chunk() == chunk_no {
+                        si.summaries.push_chunk(addr, &bins);
+                    }
+                }
+                false
+            }
+            IndexMsg::Paged {
+                source,
+                chunk_no,
+                addr,
+            } => {
+                if let Some(Some(si)) = self.sources.get_mut(source) {
+                    if si.summaries.next_chunk() == chunk_no {
+                        si.summaries.push_paged(addr);
                     }
                 }
                 false
@@ -429,7 +532,7 @@ impl Worker {
         let Some(Some(si)) = self.sources.get_mut(source) else {
             return None;
         };
-        if si.summaries.spans.len() != chunk_no {
+        if si.summaries.next_chunk() != chunk_no {
             return None;
         }
         let r = summarise_chunk(
@@ -444,7 +547,7 @@ impl Worker {
         );
         match r {
             Ok(()) => {
-                si.summaries.push_chunk(&self.out_bins);
+                si.summaries.push_chunk(addr, &self.out_bins);
                 si.state.persistable().then(|| self.out_bins.clone())
             }
             Err(e) => {

@@ -4,5 +4,6 @@
 pub(crate) mod bins;
 pub(crate) mod directory;
 pub(crate) mod indexer;
+pub(crate) mod paged;
 pub(crate) mod state;
 pub(crate) mod summaries;

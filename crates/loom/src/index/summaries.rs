@@ -1,13 +1,19 @@
 //! Range-index summaries as readers see them, and how one chunk is
 //! summarised (shared by the indexer thread and recovery).
 
+use std::collections::VecDeque;
+use std::sync::Arc;
+
 use crate::bin_summary::BinSummary;
+use crate::index::paged::{PagedBins, SummaryPages, SUMMARY_BYTES};
 use crate::index::state::IndexState;
 use crate::log::record::for_each_bytes;
 use crate::log::slab::{AppendVec, AppendView};
 
-/// Entries per slab page of the summary logs.
-const PAGE: usize = 4096;
+/// Entries per slab page of the summary logs. Retention frees whole
+/// slabs, so a source holds up to a slab more than it keeps (1024 bin
+/// summaries: 48 KiB; paging out frees everything, see `restart_at`).
+const PAGE: usize = 1024;
 
 /// Where one chunk's summaries sit in its source's `bins` log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,11 +22,26 @@ pub(crate) struct BinSpan {
     pub len: u32,
 }
 
-/// One source's summaries, chunk by chunk (chunk number = position in
-/// `spans`), owned by the indexer thread.
+/// One source's summaries, chunk by chunk (chunk number = `span_base` +
+/// position in `spans`), owned by the indexer thread. Chunks below
+/// `paged_below`, and chunks whose span is [`BinSpan::PAGED`], have their
+/// summaries in their segment's index file only (`paged.rs`).
 pub(crate) struct SourceSummaries {
-    pub spans: AppendVec<BinSpan>,
-    pub bins: AppendVec<BinSummary>,
+    spans: AppendVec<BinSpan>,
+    bins: AppendVec<BinSummary>,
+    /// Chunk number of `spans[0]`: paging out starts the vectors again
+    /// at the first chunk kept, so a source holds exactly what is not
+    /// paged (not up to a slab more).
+    span_base: usize,
+    /// Bin number (`BinSpan::start`) of `bins[0]`.
+    bin_base: u64,
+    /// Chunks below this are paged out (their spans and bins freed).
+    pub paged_below: usize,
+    /// `(segment, first chunk number in it)` of every segment from
+    /// `paged_below` on, for paging out whole segments; `segment_size`
+    /// 0 keeps none (summaries that are never paged).
+    marks: VecDeque<(u64, usize)>,
+    segment_size: u64,
 }
 
 impl BinSpan {
@@ -29,45 +50,155 @@ impl BinSpan {
         start: 0,
         len: u32::MAX,
     };
+    /// A chunk whose summaries are in its segment index file, not in memory.
+    const PAGED: BinSpan = BinSpan {
+        start: 0,
+        len: u32::MAX - 1,
+    };
+
+    /// Whether its summaries are in memory.
+    fn in_memory(&self) -> bool {
+        *self != BinSpan::UNKNOWN && *self != BinSpan::PAGED
+    }
 }
 
 impl SourceSummaries {
-    pub(crate) fn new() -> Self {
+    /// Empty summaries; with a non-zero `segment_size` they can be paged
+    /// out segment by segment (their index files hold them: declared
+    /// fields only, see `IndexState::persistable`).
+    pub(crate) fn new(segment_size: u64) -> Self {
         SourceSummaries {
             spans: AppendVec::new(PAGE),
             bins: AppendVec::new(PAGE),
+            span_base: 0,
+            bin_base: 0,
+            paged_below: 0,
+            marks: VecDeque::new(),
+            segment_size,
         }
     }
 
     /// Summaries that begin at chunk `first_chunk` (a source whose older
     /// chunks retention already dropped); earlier chunks read as unknown.
-    pub(crate) fn starting_at(first_chunk: usize) -> Self {
-        let mut s = Self::new();
-        s.spans.skip_to(first_chunk, BinSpan::UNKNOWN);
-        s
+    pub(crate) fn starting_at(first_chunk: usize, segment_size: u64) -> Self {
+        SourceSummaries {
+            span_base: first_chunk,
+            ..Self::new(segment_size)
+        }
+    }
+
+    /// The number of the next chunk to push.
+    pub(crate) fn next_chunk(&self) -> usize {
+        self.span_base + self.spans.len()
+    }
+
+    fn next_bin(&self) -> u64 {
+        self.bin_base + self.bins.len() as u64
+    }
+
+    fn span(&self, chunk: usize) -> Option<BinSpan> {
+        self.spans.get(chunk.checked_sub(self.span_base)?)
+    }
+
+    /// The first bin held in memory of the chunks from `chunk` on (the
+    /// next bin when none is: paged and unknown chunks hold none).
+    fn first_bin_from(&self, chunk: usize) -> u64 {
+        (chunk.max(self.span_base)..self.next_chunk())
+            .find_map(|i| self.span(i).filter(|s| s.in_memory()).map(|s| s.start))
+            .unwrap_or(self.next_bin())
+    }
+
+    fn mark(&mut self, addr: u64) {
+        if self.segment_size == 0 {
+            return;
+        }
+        let seg = addr / self.segment_size;
+        if self.marks.back().is_none_or(|m| m.0 < seg) {
+            self.marks.push_back((seg, self.next_chunk()));
+        }
+    }
+
+    /// Bytes these summaries hold in memory (spans and bin summaries).
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.spans.held() * std::mem::size_of::<BinSpan>() + self.bins.held() * SUMMARY_BYTES
+    }
+
+    /// The oldest segment whose summaries are still in memory.
+    pub(crate) fn oldest_segment(&self) -> Option<u64> {
+        self.marks.front().map(|m| m.0)
+    }
+
+    /// Pages out the summaries of every chunk in segments up to `segment`
+    /// (whose index files are complete): their memory is freed and
+    /// readers read them from the files.
+    pub(crate) fn page_out_through(&mut self, segment: u64) {
+        if self.segment_size == 0 {
+            return;
+        }
+        let mut below = self.paged_below;
+        while let Some(&(seg, _)) = self.marks.front() {
+            if seg > segment {
+                break;
+            }
+            self.marks.pop_front();
+            below = self.marks.front().map_or(self.next_chunk(), |m| m.1);
+        }
+        if below > self.paged_below {
+            self.restart_at(below);
+            self.paged_below = below;
+        }
+    }
+
+    /// Starts the vectors again at chunk `chunk`, copying what memory holds
+    /// from there on (the chunks of segments not complete yet: few), so the
+    /// memory of every chunk below is freed, not only whole slabs.
+    fn restart_at(&mut self, chunk: usize) {
+        let first_bin = self.first_bin_from(chunk);
+        let mut spans = AppendVec::new(PAGE);
+        for i in chunk..self.next_chunk() {
+            spans.push(self.span(i).unwrap_or(BinSpan::UNKNOWN));
+        }
+        let mut bins = AppendVec::new(PAGE);
+        for b in first_bin..self.next_bin() {
+            let i = (b - self.bin_base) as usize;
+            bins.push(self.bins.get(i).unwrap_or_default());
+        }
+        self.spans = spans;
+        self.span_base = chunk;
+        self.bins = bins;
+        self.bin_base = first_bin;
     }
 
     /// Frees the summaries of chunks below `chunk` (retention dropped them).
     pub(crate) fn forget_below(&mut self, chunk: usize) {
-        let chunk = chunk.min(self.spans.len());
-        // Bins are pushed in chunk order, so the first bin still needed is
-        // the first bin of `chunk` (every bin when all chunks go; none when
-        // `chunk` and all before it were never summarised).
-        let first_bin = if chunk == self.spans.len() {
-            self.bins.len() as u64
-        } else {
-            match self.spans.get(chunk) {
-                Some(span) if span != BinSpan::UNKNOWN => span.start,
-                _ => 0,
-            }
-        };
-        self.bins.drop_below(first_bin as usize);
-        self.spans.drop_below(chunk);
+        let chunk = chunk.min(self.next_chunk());
+        while self.marks.len() > 1 && self.marks.get(1).is_some_and(|m| m.1 <= chunk) {
+            self.marks.pop_front();
+        }
+        self.free_below(chunk);
     }
 
-    /// Appends the summaries of the next chunk.
-    pub(crate) fn push_chunk(&mut self, bins: &[BinSummary]) {
-        let start = self.bins.len() as u64;
+    /// Frees the spans and bins of chunks below `chunk` (whole slabs).
+    fn free_below(&mut self, chunk: usize) {
+        // Bins are pushed in chunk order, so the first bin still needed is
+        // the first in-memory bin of the chunks from `chunk` on.
+        let first_bin = self.first_bin_from(chunk);
+        self.bins
+            .drop_below(first_bin.saturating_sub(self.bin_base) as usize);
+        self.spans.drop_below(chunk.saturating_sub(self.span_base));
+    }
+
+    /// Appends the next chunk (at log address `addr`), whose summaries
+    /// are in its segment index file only.
+    pub(crate) fn push_paged(&mut self, addr: u64) {
+        self.mark(addr);
+        self.spans.push(BinSpan::PAGED);
+    }
+
+    /// Appends the summaries of the next chunk (at log address `addr`).
+    pub(crate) fn push_chunk(&mut self, addr: u64, bins: &[BinSummary]) {
+        self.mark(addr);
+        let start = self.next_bin();
         for b in bins {
             self.bins.push(*b);
         }
@@ -81,6 +212,9 @@ impl SourceSummaries {
         SourceIndexView {
             spans: self.spans.view(),
             bins: self.bins.view(),
+            span_base: self.span_base,
+            bin_base: self.bin_base,
+            paged_below: self.paged_below,
         }
     }
 }
@@ -88,8 +222,11 @@ impl SourceSummaries {
 /// Readers' view of one source's summaries.
 #[derive(Clone)]
 pub(crate) struct SourceIndexView {
-    pub spans: AppendView<BinSpan>,
-    pub bins: AppendView<BinSummary>,
+    spans: AppendView<BinSpan>,
+    bins: AppendView<BinSummary>,
+    span_base: usize,
+    bin_base: u64,
+    paged_below: usize,
 }
 
 /// Readers' view of every source's summaries, by the writer's source index.
@@ -99,6 +236,45 @@ pub(crate) struct IndexSnapshot {
     /// First error the indexer met (a chunk it could not read); such chunks
     /// stay unindexed and are scanned.
     pub error: Option<String>,
+    /// Where paged-out summaries are read from.
+    pub pages: Option<Arc<SummaryPages>>,
+    /// Bytes of summaries the indexer holds in memory (every source).
+    pub held_bytes: usize,
+}
+
+/// One chunk's summaries, from memory or from a paged segment.
+pub(crate) enum SummaryIter<'a> {
+    /// In memory, in one slab (nearly always).
+    Slice(std::slice::Iter<'a, BinSummary>),
+    /// Bins `next..end` of `bins` (indices in the vector, not bin numbers).
+    Memory {
+        bins: &'a AppendView<BinSummary>,
+        next: u64,
+        end: u64,
+    },
+    Paged(PagedBins),
+}
+
+impl Iterator for SummaryIter<'_> {
+    type Item = BinSummary;
+
+    #[inline]
+    fn next(&mut self) -> Option<BinSummary> {
+        match self {
+            SummaryIter::Slice(it) => it.next().copied(),
+            SummaryIter::Memory { bins, next, end } => {
+                while *next < *end {
+                    let i = *next;
+                    *next += 1;
+                    if let Some(b) = bins.get(i as usize) {
+                        return Some(b);
+                    }
+                }
+                None
+            }
+            SummaryIter::Paged(p) => p.next(),
+        }
+    }
 }
 
 impl SourceIndexView {
@@ -119,18 +295,38 @@ impl IndexSnapshot {
     }
 
     /// The summaries of chunk `chunk_no` of source `source`, `None` if that
-    /// chunk is not indexed (yet).
+    /// chunk is not indexed (yet). A paged-out chunk's come from its
+    /// segment index file, found by the chunk's log address (`addr`).
     pub(crate) fn summaries(
         &self,
         source: usize,
         chunk_no: usize,
-    ) -> Option<impl Iterator<Item = BinSummary> + '_> {
+        addr: impl FnOnce() -> Option<u64>,
+    ) -> Option<SummaryIter<'_>> {
         let v = self.sources.get(source)?.as_ref()?;
-        let span = v.spans.get(chunk_no).filter(|s| *s != BinSpan::UNKNOWN)?;
-        Some(
-            (span.start..span.start + u64::from(span.len))
-                .filter_map(move |i| v.bins.get(i as usize)),
-        )
+        let paged = || -> Option<SummaryIter<'_>> {
+            let pages = self.pages.as_ref()?;
+            Some(SummaryIter::Paged(pages.get(addr()?)?))
+        };
+        if chunk_no < v.paged_below {
+            return paged();
+        }
+        let span = v
+            .spans
+            .get(chunk_no.checked_sub(v.span_base)?)
+            .filter(|s| *s != BinSpan::UNKNOWN)?;
+        if span == BinSpan::PAGED {
+            return paged();
+        }
+        let next = span.start.checked_sub(v.bin_base)?;
+        if let Some(s) = v.bins.slice(next as usize, span.len as usize) {
+            return Some(SummaryIter::Slice(s.iter()));
+        }
+        Some(SummaryIter::Memory {
+            bins: &v.bins,
+            next,
+            end: next + u64::from(span.len),
+        })
     }
 }
 

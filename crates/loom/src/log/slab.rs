@@ -302,18 +302,6 @@ impl<T: Copy> AppendVec<T> {
         self.total += 1;
     }
 
-    /// Pushes `filler` until the next index is `n`, freeing the slabs it
-    /// fills (a vector that starts at index `n`).
-    pub(crate) fn skip_to(&mut self, n: usize, filler: T) {
-        while self.total < n {
-            self.push(filler);
-            if self.total.is_multiple_of(self.page) {
-                self.drop_below(self.total);
-            }
-        }
-        self.drop_below(n);
-    }
-
     /// Frees the full slabs whose every index is below `n`; readers' views
     /// taken before keep theirs.
     pub(crate) fn drop_below(&mut self, n: usize) {
@@ -343,7 +331,6 @@ impl<T: Copy> AppendVec<T> {
     }
 
     /// Entries held in memory (not freed).
-    #[cfg(test)]
     pub(crate) fn held(&self) -> usize {
         self.total - self.first_page * self.page
     }
@@ -380,6 +367,22 @@ impl<T: Copy> AppendView<T> {
         } else {
             self.current.as_slice().get(o).copied()
         }
+    }
+
+    /// Entries `i..i + n` as one slice, `None` when they straddle two slabs
+    /// or are not all held.
+    pub(crate) fn slice(&self, i: usize, n: usize) -> Option<&[T]> {
+        if i.checked_add(n)? > self.len {
+            return None;
+        }
+        let p = (i / self.page).checked_sub(self.first_page)?;
+        let o = i % self.page;
+        let slab = if p < self.full.len() {
+            self.full[p].as_slice()
+        } else {
+            self.current.as_slice()
+        };
+        slab.get(o..o.checked_add(n)?)
     }
 
     /// First index `i` in `[0, len)` for which `pred` is false, assuming
@@ -536,12 +539,12 @@ mod tests {
             v.push(i);
         }
         assert_eq!(v.get(12), Some(12));
-
-        let mut s: AppendVec<u64> = AppendVec::new(4);
-        s.skip_to(10, u64::MAX);
-        assert_eq!((s.len(), s.held()), (10, 2));
-        s.push(10);
-        assert_eq!(s.get(10), Some(10));
-        assert_eq!(s.view().first(), 8);
+        let view = v.view();
+        assert_eq!(view.slice(8, 2), Some(&[8u64, 9][..]));
+        assert_eq!(view.slice(10, 2), Some(&[10u64, 11][..]));
+        assert_eq!(view.slice(11, 2), None, "two slabs");
+        assert_eq!(view.slice(12, 1), Some(&[12u64][..]));
+        assert_eq!(view.slice(7, 2), None, "freed");
+        assert_eq!(view.slice(12, 2), None, "not pushed");
     }
 }

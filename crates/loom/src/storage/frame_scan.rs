@@ -82,6 +82,7 @@ impl Scan<'_> {
                             addr: h.addr,
                             header: h.chunk,
                             summaries,
+                            paged: false,
                         });
                         self.frames.push(FrameLoc {
                             addr: h.addr,

@@ -159,7 +159,14 @@ impl Writer {
         self.send_index(IndexMsg::Declare {
             source: idx,
             state: Arc::clone(&state),
-            summaries: SourceSummaries::starting_at(first),
+            summaries: SourceSummaries::starting_at(
+                first,
+                if state.persistable() {
+                    self.layout.segment_size
+                } else {
+                    0
+                },
+            ),
         })?;
         let chunks = self.sources[idx].dir.chunks.view();
         for chunk_no in first..chunks.len() {

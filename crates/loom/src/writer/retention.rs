@@ -75,6 +75,7 @@ impl Writer {
             }
             self.retained_from = (oldest.index + 1) * self.layout.segment_size;
             self.files.forget_below(oldest.index + 1);
+            self.indexer.pages.forget_below(oldest.index + 1);
             self.stats.segments_dropped += 1;
             self.stats.bytes_dropped += freed;
             dropped_any = true;

@@ -1,6 +1,7 @@
 //! Brute-force model of a store, shared by the behaviour tests.
 #![allow(dead_code)]
 
+pub mod schema_store;
 pub mod v1_fixture;
 
 use loom::{Aggregate, Config, FlushMode, RangeIndexSpec, SourceId};

@@ -118,6 +118,7 @@ impl Scan<'_> {
                             addr: at,
                             header: h,
                             summaries,
+                            paged: false,
                         });
                         o += padded(h.len as usize);
                         self.end = base + o as u64;

@@ -1,6 +1,6 @@
 //! Recovery on open: find every valid chunk, never delete valid data.
 //!
-//! A segment whose index file (`segment_index.rs`) ends in a footer is
+//! A segment whose index file (`segment_index/`) ends in a footer is
 //! complete and durable: its chunks and summaries are taken from the index
 //! file without reading the segment. Any other segment is scanned block by
 //! block, every chunk checked (magic, length, CRC-32C):
@@ -47,8 +47,12 @@ use repair::{complete_indexes, discard_from};
 pub(crate) struct RecoveredChunk {
     pub addr: u64,
     pub header: ChunkHeader,
-    /// Its range-index summaries, when the segment index had them.
+    /// Its range-index summaries, when the segment index had them and
+    /// they were read.
     pub summaries: Option<Vec<BinSummary>>,
+    /// Its summaries are in the segment index file but were not read (a
+    /// segment whose summaries stay paged out, `index/paged.rs`).
+    pub paged: bool,
 }
 
 /// One segment file as recovery found it.
@@ -189,6 +193,7 @@ fn from_index(
             addr: c.addr,
             header: c.header,
             summaries: six.summaries_of(c),
+            paged: six.on_disk.contains(&c.addr),
         });
     }
     if let (true, Some(f)) = (framed, &six.frames) {
@@ -253,12 +258,21 @@ fn scan_segment(
     Ok(())
 }
 
-/// Recovers the store in `dir`.
-pub(crate) fn recover(dir: &Path, layout: Layout, mode: Mode, verify: bool) -> Result<Recovered> {
+/// Recovers the store in `dir`. The summaries of the newest complete
+/// segments are read while their index files add up to `keep_summaries`
+/// bytes at most (about a fifth of what they take in memory); older
+/// segments' stay in their files, paged in by queries (`paged: true`).
+pub(crate) fn recover(
+    dir: &Path,
+    layout: Layout,
+    mode: Mode,
+    verify: bool,
+    keep_summaries: usize,
+) -> Result<Recovered> {
     let started = Instant::now();
     let segments = segment_indices(dir)?;
     let mut report = RecoveryReport::default();
-    let found = read_segments(dir, layout, &segments, verify, &mut report)?;
+    let found = read_segments(dir, layout, &segments, verify, keep_summaries, &mut report)?;
     let Found {
         chunks,
         bad,
@@ -314,9 +328,22 @@ fn read_segments(
     layout: Layout,
     segments: &[u64],
     verify: bool,
+    keep_summaries: usize,
     report: &mut RecoveryReport,
 ) -> Result<Found> {
     let mut found = Found::default();
+    // Newest first: the segments whose summaries are read (hot).
+    let mut kept = 0u64;
+    let hot_from = segments
+        .iter()
+        .rev()
+        .take_while(|&&seg| {
+            kept += file_len(&segment_index::path(dir, seg));
+            kept <= keep_summaries as u64
+        })
+        .last()
+        .copied()
+        .unwrap_or(u64::MAX);
     for (i, &seg) in segments.iter().enumerate() {
         if i > 0 && seg != segments[i - 1] + 1 {
             report.holes.push(format!(
@@ -328,11 +355,20 @@ fn read_segments(
         let path = Layout::segment_path(dir, seg);
         let len = file_len(&path);
         let framed = is_framed_file(&path);
-        let six = segment_index::read(dir, seg)?;
+        let lean = seg < hot_from && !verify;
+        let mut six = if lean {
+            segment_index::read_lean(dir, seg)?
+        } else {
+            segment_index::read(dir, seg)?
+        };
         let first_new = found.chunks.len();
         if !verify && from_index(&six, seg, layout, len, framed, &mut found) {
             report.segments_from_index += 1;
         } else {
+            if lean {
+                // Scanning takes summaries from the file: read them all.
+                six = segment_index::read(dir, seg)?;
+            }
             report.segments_scanned += 1;
             found.scanned.push(seg);
             scan_segment(&path, seg, layout, framed, &six, report, &mut found)?;

@@ -71,6 +71,9 @@ pub(crate) struct SegmentIndex {
     pub frames: Option<Vec<FrameLoc>>,
     /// Why reading stopped early, if it did.
     pub stopped: Option<String>,
+    /// Chunks (by address) whose summaries the file holds but that were
+    /// not decoded ([`read_lean`]).
+    pub on_disk: std::collections::HashSet<u64>,
 }
 
 impl SegmentIndex {
@@ -151,11 +154,18 @@ impl Cursor<'_> {
     }
 
     fn summaries(&mut self) -> Result<Vec<BinSummary>, String> {
+        let mut out = Vec::new();
+        self.summaries_into(&mut out)?;
+        Ok(out)
+    }
+
+    /// Appends a summary list to `out`; returns how many.
+    fn summaries_into(&mut self, out: &mut Vec<BinSummary>) -> Result<usize, String> {
         let n = self.var()?;
-        if n > (self.b.len() - self.pos) as u64 {
+        if n > (self.b.len().saturating_sub(self.pos)) as u64 {
             return Err(format!("{n} summaries cannot fit in the entry"));
         }
-        let mut out = Vec::with_capacity(n as usize);
+        out.reserve(n as usize);
         let mut bin = 0u32;
         for _ in 0..n {
             let delta = u32::try_from(self.var()?).map_err(|_| "bin delta too large")?;
@@ -173,7 +183,7 @@ impl Cursor<'_> {
                 sum: u128::from(lo) | (u128::from(hi) << 64),
             });
         }
-        Ok(out)
+        Ok(n as usize)
     }
 }
 
@@ -198,7 +208,7 @@ fn encode_chunk(c: &IndexedChunk) -> Vec<u8> {
     p
 }
 
-fn decode_entry(payload: &[u8], into: &mut SegmentIndex) -> Result<(), String> {
+fn decode_entry(payload: &[u8], into: &mut SegmentIndex, lean: bool) -> Result<(), String> {
     let mut c = Cursor { b: payload, pos: 0 };
     match c.u8()? {
         kind @ (T_CHUNK | T_CHUNK_LEN) => {
@@ -212,6 +222,13 @@ fn decode_entry(payload: &[u8], into: &mut SegmentIndex) -> Result<(), String> {
             let len = if kind == T_CHUNK_LEN { c.u32()? } else { 0 };
             let summaries = match c.u8()? {
                 0 => None,
+                1 if lean => {
+                    // The list is the rest of the entry (its checksum was
+                    // verified); it is decoded when a query pages it in.
+                    into.on_disk.insert(addr);
+                    c.pos = payload.len();
+                    None
+                }
                 1 => Some(c.summaries()?),
                 other => return Err(format!("bad summary flag {other}")),
             };
@@ -228,6 +245,10 @@ fn decode_entry(payload: &[u8], into: &mut SegmentIndex) -> Result<(), String> {
                 },
                 summaries,
             });
+        }
+        T_SUMMARIES if lean => {
+            into.on_disk.insert(c.u64()?);
+            c.pos = payload.len();
         }
         T_SUMMARIES => {
             let addr = c.u64()?;
@@ -267,59 +288,132 @@ fn decode_entry(payload: &[u8], into: &mut SegmentIndex) -> Result<(), String> {
 }
 
 /// Decodes the valid prefix of a segment index file's bytes.
+#[cfg(test)]
 pub(crate) fn decode(bytes: &[u8], segment: u64) -> SegmentIndex {
+    decode_with(bytes, segment, false)
+}
+
+/// Decodes the valid prefix of a segment index file's bytes; `lean`
+/// leaves summary lists undecoded (listed in `on_disk`).
+fn decode_with(bytes: &[u8], segment: u64, lean: bool) -> SegmentIndex {
     let mut out = SegmentIndex::default();
+    out.stopped = walk(bytes, segment, |p| decode_entry(p, &mut out, lean));
+    out
+}
+
+/// Calls `f` with the payload of every valid entry of a segment index
+/// file's bytes, in order; returns why it stopped early, if it did.
+fn walk(
+    bytes: &[u8],
+    segment: u64,
+    mut f: impl FnMut(&[u8]) -> Result<(), String>,
+) -> Option<String> {
     if bytes.len() < FILE_HEADER || (&bytes[..8] != MAGIC && &bytes[..8] != MAGIC_V1) {
-        out.stopped = Some("no segment index header".into());
-        return out;
+        return Some("no segment index header".into());
     }
     let mut n = [0u8; 8];
     n.copy_from_slice(&bytes[8..16]);
     if u64::from_le_bytes(n) != segment {
-        out.stopped = Some(format!(
+        return Some(format!(
             "the file says segment {}, expected {segment}",
             u64::from_le_bytes(n)
         ));
-        return out;
     }
     let mut pos = FILE_HEADER;
+    let mut footer = false;
     while pos < bytes.len() {
         let Some(h) = bytes.get(pos..pos + ENTRY_HEADER) else {
-            out.stopped = Some(format!("entry header cut off at byte {pos}"));
-            break;
+            return Some(format!("entry header cut off at byte {pos}"));
         };
         let len = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize;
         let crc = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
         if len == 0 || len > MAX_ENTRY {
-            out.stopped = Some(format!("entry length {len} at byte {pos}"));
-            break;
+            return Some(format!("entry length {len} at byte {pos}"));
         }
         let Some(payload) = bytes.get(pos + ENTRY_HEADER..pos + ENTRY_HEADER + len) else {
-            out.stopped = Some(format!("entry cut off at byte {pos}"));
-            break;
+            return Some(format!("entry cut off at byte {pos}"));
         };
         if crc32c::crc32c(payload) != crc {
-            out.stopped = Some(format!("entry checksum mismatch at byte {pos}"));
-            break;
+            return Some(format!("entry checksum mismatch at byte {pos}"));
         }
-        if out.footer.is_some() && payload.first() != Some(&T_SUMMARIES) {
-            out.stopped = Some(format!("entry after the footer at byte {pos}"));
-            break;
+        if footer && payload.first() != Some(&T_SUMMARIES) {
+            return Some(format!("entry after the footer at byte {pos}"));
         }
-        if let Err(e) = decode_entry(payload, &mut out) {
-            out.stopped = Some(format!("bad entry at byte {pos}: {e}"));
-            break;
+        if let Err(e) = f(payload) {
+            return Some(format!("bad entry at byte {pos}: {e}"));
         }
+        footer |= payload.first() == Some(&T_FOOTER);
         pos += ENTRY_HEADER + len;
     }
+    None
+}
+
+/// The summaries a segment index file holds, flat: what paging in a
+/// segment needs (`index/paged.rs`), without a list per chunk.
+#[derive(Debug, Default)]
+pub(crate) struct FlatSummaries {
+    /// `(chunk address, first summary in bins, summaries)`, in file order.
+    pub chunks: Vec<(u64, u32, u32)>,
+    pub bins: Vec<BinSummary>,
+}
+
+/// Reads every chunk's summaries of segment `segment`'s index file (the
+/// valid prefix); an absent file holds none.
+pub(crate) fn read_flat(dir: &Path, segment: u64) -> Result<FlatSummaries> {
+    let p = path(dir, segment);
+    let bytes = match fs::read(&p) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(FlatSummaries::default()),
+        Err(e) => return Err(Error::io(&p, e)),
+    };
+    Ok(decode_flat(&bytes, segment))
+}
+
+/// The summaries of the valid prefix of a segment index file's bytes.
+fn decode_flat(bytes: &[u8], segment: u64) -> FlatSummaries {
+    let mut out = FlatSummaries::default();
+    walk(bytes, segment, |payload| {
+        let mut c = Cursor { b: payload, pos: 0 };
+        let kind = c.u8()?;
+        if !matches!(kind, T_CHUNK | T_CHUNK_LEN | T_SUMMARIES) {
+            return Ok(());
+        }
+        let addr = c.u64()?;
+        if kind != T_SUMMARIES {
+            // source, prev, first_ts, last_ts, count, crc (and len).
+            c.pos += 4 * 8 + 4 + 4 + if kind == T_CHUNK_LEN { 4 } else { 0 };
+            if c.u8()? != 1 {
+                return Ok(());
+            }
+        }
+        let start = out.bins.len();
+        let n = c.summaries_into(&mut out.bins)?;
+        let (start, n) = (
+            u32::try_from(start).map_err(|_| "too many summaries")?,
+            u32::try_from(n).map_err(|_| "too many summaries")?,
+        );
+        out.chunks.push((addr, start, n));
+        Ok(())
+    });
     out
 }
 
 /// Reads segment `segment`'s index file; an absent file reads as empty.
 pub(crate) fn read(dir: &Path, segment: u64) -> Result<SegmentIndex> {
+    read_with(dir, segment, false)
+}
+
+/// Reads segment `segment`'s index file without decoding its summaries
+/// (every entry's checksum is still verified): what a reopen needs of a
+/// segment whose summaries stay paged out.
+pub(crate) fn read_lean(dir: &Path, segment: u64) -> Result<SegmentIndex> {
+    read_with(dir, segment, true)
+}
+
+fn read_with(dir: &Path, segment: u64, lean: bool) -> Result<SegmentIndex> {
     let p = path(dir, segment);
     match fs::read(&p) {
-        Ok(bytes) => Ok(decode(&bytes, segment)),
+        Ok(bytes) => Ok(decode_with(&bytes, segment, lean)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(SegmentIndex {
             stopped: Some("no segment index file".into()),
             ..SegmentIndex::default()
@@ -429,85 +523,4 @@ impl SegmentIndexWriter {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn chunk(addr: u64, summaries: Option<Vec<BinSummary>>) -> IndexedChunk {
-        IndexedChunk {
-            addr,
-            header: ChunkHeader {
-                len: 0,
-                source: 0xabc,
-                prev: u64::MAX,
-                first_ts: 10,
-                last_ts: 20,
-                count: 3,
-                crc: 0x1234_5678,
-            },
-            summaries,
-        }
-    }
-
-    fn bins() -> Vec<BinSummary> {
-        vec![
-            BinSummary {
-                bin: 0,
-                count: 1,
-                min: 0,
-                max: 0,
-                sum: 0,
-            },
-            BinSummary {
-                bin: 9_999,
-                count: 2,
-                min: 99_990,
-                max: u64::MAX,
-                sum: u128::from(u64::MAX) + 99_990,
-            },
-        ]
-    }
-
-    #[test]
-    fn entries_round_trip_and_a_torn_tail_is_cut() -> Result<(), Box<dyn std::error::Error>> {
-        let dir = tempfile::tempdir()?;
-        let mut w = SegmentIndexWriter::create(dir.path(), 3)?;
-        w.chunk(&chunk(0, Some(bins())))?;
-        w.chunk(&chunk(4096, None))?;
-        w.summaries(4096, &bins())?;
-        let frames = [
-            FrameLoc {
-                addr: 0,
-                offset: 16,
-                len: 100,
-            },
-            FrameLoc {
-                addr: 4096,
-                offset: 120,
-                len: 77,
-            },
-        ];
-        w.frames(&frames)?;
-        w.finish(8192, 2)?;
-        let r = read(dir.path(), 3)?;
-        assert_eq!(r.stopped, None);
-        assert_eq!(r.chunks, vec![chunk(0, Some(bins())), chunk(4096, None)]);
-        assert_eq!(r.summaries_of(&r.chunks[1]), Some(bins()));
-        assert_eq!(r.footer, Some((8192, 2)));
-        assert_eq!(r.frames.as_deref(), Some(&frames[..]));
-        assert!(read(dir.path(), 4)?.chunks.is_empty());
-
-        let mut bytes = fs::read(path(dir.path(), 3))?;
-        bytes.truncate(bytes.len() - 3);
-        let cut = decode(&bytes, 3);
-        assert_eq!(cut.chunks.len(), 2);
-        assert_eq!(cut.footer, None);
-        assert!(cut.stopped.is_some());
-
-        let mut bytes = fs::read(path(dir.path(), 3))?;
-        bytes[FILE_HEADER + 12] ^= 1;
-        let bad = decode(&bytes, 3);
-        assert!(bad.chunks.is_empty());
-        assert!(bad.stopped.ok_or("no stop reason")?.contains("checksum"));
-        Ok(())
-    }
-}
+mod tests;

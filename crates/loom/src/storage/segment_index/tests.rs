@@ -1,0 +1,176 @@
+//! Segment index files: round trips, torn tails, and what paging and a
+//! reopen read of them.
+
+use super::*;
+
+fn chunk(addr: u64, summaries: Option<Vec<BinSummary>>) -> IndexedChunk {
+    IndexedChunk {
+        addr,
+        header: ChunkHeader {
+            len: 0,
+            source: 0xabc,
+            prev: u64::MAX,
+            first_ts: 10,
+            last_ts: 20,
+            count: 3,
+            crc: 0x1234_5678,
+        },
+        summaries,
+    }
+}
+
+fn bins() -> Vec<BinSummary> {
+    vec![
+        BinSummary {
+            bin: 0,
+            count: 1,
+            min: 0,
+            max: 0,
+            sum: 0,
+        },
+        BinSummary {
+            bin: 9_999,
+            count: 2,
+            min: 99_990,
+            max: u64::MAX,
+            sum: u128::from(u64::MAX) + 99_990,
+        },
+    ]
+}
+
+#[test]
+fn entries_round_trip_and_a_torn_tail_is_cut() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let mut w = SegmentIndexWriter::create(dir.path(), 3)?;
+    w.chunk(&chunk(0, Some(bins())))?;
+    w.chunk(&chunk(4096, None))?;
+    w.summaries(4096, &bins())?;
+    let frames = [
+        FrameLoc {
+            addr: 0,
+            offset: 16,
+            len: 100,
+        },
+        FrameLoc {
+            addr: 4096,
+            offset: 120,
+            len: 77,
+        },
+    ];
+    w.frames(&frames)?;
+    w.finish(8192, 2)?;
+    let r = read(dir.path(), 3)?;
+    assert_eq!(r.stopped, None);
+    assert_eq!(r.chunks, vec![chunk(0, Some(bins())), chunk(4096, None)]);
+    assert_eq!(r.summaries_of(&r.chunks[1]), Some(bins()));
+    assert_eq!(r.footer, Some((8192, 2)));
+    assert_eq!(r.frames.as_deref(), Some(&frames[..]));
+    assert!(read(dir.path(), 4)?.chunks.is_empty());
+
+    let mut bytes = fs::read(path(dir.path(), 3))?;
+    bytes.truncate(bytes.len() - 3);
+    let cut = decode(&bytes, 3);
+    assert_eq!(cut.chunks.len(), 2);
+    assert_eq!(cut.footer, None);
+    assert!(cut.stopped.is_some());
+
+    let mut bytes = fs::read(path(dir.path(), 3))?;
+    bytes[FILE_HEADER + 12] ^= 1;
+    let bad = decode(&bytes, 3);
+    assert!(bad.chunks.is_empty());
+    assert!(bad.stopped.ok_or("no stop reason")?.contains("checksum"));
+    Ok(())
+}
+
+#[test]
+fn paging_reads_summaries_flat_and_a_reopen_reads_them_lean(
+) -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let mut w = SegmentIndexWriter::create(dir.path(), 3)?;
+    w.chunk(&chunk(0, Some(bins())))?;
+    w.chunk(&chunk(4096, None))?;
+    w.summaries(4096, &bins())?;
+    w.frames(&[])?;
+    w.finish(8192, 2)?;
+    // Summaries of a chunk indexed after the footer are kept too.
+    w.summaries(12288, &bins()[1..])?;
+    w.flush()?;
+
+    // What paging reads: every chunk's summaries, flat, late ones too.
+    let flat = read_flat(dir.path(), 3)?;
+    assert_eq!(flat.chunks, vec![(0, 0, 2), (4096, 2, 2), (12288, 4, 1)]);
+    assert_eq!(&flat.bins[..2], &bins()[..]);
+    assert_eq!(&flat.bins[2..4], &bins()[..]);
+    assert_eq!(flat.bins[4], bins()[1]);
+    assert!(read_flat(dir.path(), 4)?.chunks.is_empty());
+    // What a reopen reads of a paged segment: chunks, no summaries.
+    let lean = read_lean(dir.path(), 3)?;
+    assert_eq!(lean.stopped, None);
+    assert_eq!(lean.chunks, vec![chunk(0, None), chunk(4096, None)]);
+    assert_eq!(lean.on_disk.len(), 3);
+    assert!(lean.late_summaries.is_empty());
+    assert_eq!(lean.footer, Some((8192, 2)));
+
+    Ok(())
+}
+
+/// A valid index file's bytes: chunks with and without summaries, late
+/// summaries, frames and a footer.
+fn valid_file() -> Result<Vec<u8>, Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let mut w = SegmentIndexWriter::create(dir.path(), 3)?;
+    w.chunk(&chunk(0, Some(bins())))?;
+    w.chunk(&chunk(4096, None))?;
+    w.summaries(4096, &bins())?;
+    w.frames(&[FrameLoc {
+        addr: 0,
+        offset: 16,
+        len: 100,
+    }])?;
+    w.finish(8192, 2)?;
+    w.summaries(12288, &bins())?;
+    w.flush()?;
+    Ok(fs::read(path(dir.path(), 3))?)
+}
+
+proptest::proptest! {
+    /// Whatever the bytes (a valid file with bytes flipped, cut or
+    /// appended), reading them every way returns, never panics, and
+    /// paging finds summaries only where a full read does.
+    #[test]
+    fn mangled_files_are_read_without_panicking(
+        flips in proptest::collection::vec((proptest::prelude::any::<proptest::sample::Index>(), 1u8..), 0..6),
+        cut in proptest::prelude::any::<proptest::sample::Index>(),
+        tail in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+    ) {
+        let mut bytes = valid_file().map_err(|e| proptest::test_runner::TestCaseError::fail(e.to_string()))?;
+        for (at, x) in flips {
+            let i = at.index(bytes.len());
+            bytes[i] ^= x;
+        }
+        bytes.truncate(cut.index(bytes.len() + 1));
+        bytes.extend_from_slice(&tail);
+        let full = decode(&bytes, 3);
+        let lean = decode_with(&bytes, 3, true);
+        let flat = decode_flat(&bytes, 3);
+        proptest::prop_assert_eq!(full.chunks.len(), lean.chunks.len());
+        for (addr, start, n) in flat.chunks {
+            let in_entry = full
+                .chunks
+                .iter()
+                .find(|c| c.addr == addr)
+                .and_then(|c| c.summaries.clone());
+            let late = full.late_summaries.get(&addr).cloned();
+            let got = flat
+                .bins
+                .get(start as usize..(start + n) as usize)
+                .map(<[BinSummary]>::to_vec);
+            // What paging reads is what a full read found for that chunk:
+            // in its entry or in a late entry.
+            proptest::prop_assert!(
+                got.is_some() && (got == in_entry || got == late),
+                "chunk {}: paged {:?}, entry {:?}, late {:?}", addr, got, in_entry, late
+            );
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! Index memory bounded by configuration, not by the store's size: with an
+//! index-cache budget far below its summaries, a store written by schema
+//! answers every question exactly (brute force) through a crash, a reopen
+//! (older summaries left in their segment index files), more writes (the
+//! indexer pages out what completes) and retention, while the summaries it
+//! holds stay within the budget.
+
+mod common;
+
+use common::schema_store::{check_answers, fill, value};
+use common::{record, small_config, Model};
+use loom::{Config, SourceId};
+
+/// Index-cache budget of the paging test: far below the summaries of the
+/// store it writes (thousands of chunks, each with at least one summary).
+const TINY_INDEX_BUDGET: usize = 64 << 10;
+
+/// Summaries a paged store may hold in memory for `sources` sources: the
+/// budget's half for recent data, plus the summaries of the segment being
+/// written (only complete segments are paged out; a small-config segment
+/// holds a few dozen chunks: about 54 KB of summaries for both sources).
+fn paged_bound(sources: usize) -> usize {
+    TINY_INDEX_BUDGET / 2 + sources * (32 << 10)
+}
+
+#[test]
+fn paged_summaries_answer_exactly_through_a_crash_reopen_and_retention(
+) -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let cfg = Config {
+        index_cache_bytes: TINY_INDEX_BUDGET,
+        ..small_config()
+    };
+    let mut model = Model::default();
+    let mut w = fill(dir.path(), cfg.clone(), 0, 300_000, &mut model)?;
+    w.persist()?;
+    w.wait_for_index()?;
+    let persisted = model.clone();
+    let h = w.handle_of(SourceId(1)).ok_or("source 1 has a handle")?;
+    w.push(h, 1_000_000, &record(5, 0))?;
+    w.simulate_crash();
+    // A read-only open with the default budget holds every summary: the
+    // store's summaries are several times what the paged writer may hold.
+    let all = loom::open_read_only(dir.path())?
+        .snapshot()
+        .index_memory()
+        .summaries_bytes;
+    eprintln!(
+        "summaries of the store: {all} bytes; paged bound {}",
+        paged_bound(2)
+    );
+    assert!(
+        all > 3 * paged_bound(2),
+        "{all} bytes of summaries: too few to exceed the bound {} several times",
+        paged_bound(2)
+    );
+
+    let (mut w, r) = loom::open(dir.path(), cfg.clone())?;
+    let n = r.snapshot().record_count(SourceId(1)) + r.snapshot().record_count(SourceId(2));
+    assert!(n == 300_000 || n == 300_001, "{n} records recovered");
+    let mut model = persisted;
+    if n == 300_001 {
+        model.records.push((SourceId(1), 1_000_000, record(5, 0)));
+    }
+    assert_eq!(
+        w.stats().chunks_reindexed,
+        0,
+        "summaries on disk are paged, not rebuilt"
+    );
+    w.wait_for_index()?;
+    check_answers(&r, &model)?;
+    let m = r.snapshot().index_memory();
+    assert!(m.summaries_bytes <= paged_bound(2), "{m:?}");
+    assert!(m.cache_bytes <= TINY_INDEX_BUDGET + (128 << 10), "{m:?}");
+    assert!(
+        m.summaries_bytes + m.cache_bytes <= TINY_INDEX_BUDGET + 2 * (64 << 10),
+        "the budget, plus the segment being written and one read back: {m:?}"
+    );
+    assert!(m.segment_loads > 0, "queries read summaries back: {m:?}");
+
+    // More records: the writer pages out what completes as it goes.
+    let mut model_more = model.clone();
+    let hs = [
+        w.handle_of(SourceId(1)).ok_or("handle 1")?,
+        w.handle_of(SourceId(2)).ok_or("handle 2")?,
+    ];
+    for i in 0..200_000u64 {
+        let s = (i % 3 == 0) as usize;
+        let b = record(value(i), (i % 9) as usize);
+        let t = 2_000_000 + i / 2;
+        w.push(hs[s], t, &b)?;
+        model_more.records.push((SourceId(1 + s as u64), t, b));
+    }
+    w.persist()?;
+    w.wait_for_index()?;
+    check_answers(&r, &model_more)?;
+    let m = r.snapshot().index_memory();
+    assert!(m.summaries_bytes <= paged_bound(2), "{m:?}");
+    w.close()?;
+
+    // Retention drops the oldest segments, paged summaries with them:
+    // what is kept (a suffix of each source's records) is answered exactly.
+    let retained = Config {
+        retention_bytes: Some(10 * small_config().segment_size),
+        ..cfg
+    };
+    let (mut w, r) = loom::open(dir.path(), retained)?;
+    let h = w.handle_of(SourceId(2)).ok_or("handle 2")?;
+    w.push(h, 3_000_000, &record(7, 0))?;
+    w.persist()?;
+    w.wait_for_index()?;
+    model_more
+        .records
+        .push((SourceId(2), 3_000_000, record(7, 0)));
+    let snap = r.snapshot();
+    check_retained_suffix(&snap, &model_more)?;
+    let m = snap.index_memory();
+    assert!(m.summaries_bytes <= paged_bound(2), "{m:?}");
+    w.close()?;
+    Ok(())
+}
+
+/// What retention kept of each source (a suffix of its records) is
+/// answered exactly.
+fn check_retained_suffix(
+    snap: &loom::Snapshot,
+    model: &Model,
+) -> Result<(), Box<dyn std::error::Error>> {
+    for id in [SourceId(1), SourceId(2)] {
+        let kept = snap.retained_count(id) as usize;
+        let mine: Vec<_> = model
+            .records
+            .iter()
+            .filter(|x| x.0 == id)
+            .cloned()
+            .collect();
+        assert!(kept < mine.len(), "retention dropped records of {id:?}");
+        let suffix = Model {
+            records: mine[mine.len() - kept..].to_vec(),
+        };
+        assert_eq!(
+            snap.aggregate(id, 0, u64::MAX)?,
+            suffix.aggregate(id, 0, u64::MAX)
+        );
+        for q in [0.5, 0.99, 0.9999] {
+            assert_eq!(
+                snap.percentile(id, 0, u64::MAX, q)?,
+                suffix.percentile(id, 0, u64::MAX, q)
+            );
+        }
+    }
+    Ok(())
+}
