@@ -476,3 +476,47 @@ fn retention_frees_the_index_memory_of_dropped_chunks() -> Result<(), Box<dyn st
     w.close()?;
     Ok(())
 }
+
+/// A query on a snapshot taken before retention dropped segments still
+/// reads them (kept open for running queries) and answers for its
+/// snapshot, instead of failing on a deleted file; a new snapshot no
+/// longer holds the dropped time.
+#[test]
+fn a_snapshot_taken_before_retention_still_reads_what_it_dropped(
+) -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let base = small_config();
+    let cfg = Config {
+        retention_bytes: Some(2 * base.segment_size),
+        ..base
+    };
+    let (mut w, r) = loom::open(dir.path(), cfg)?;
+    let h = w.declare(SourceId(1), schema("read"))?;
+    let push = |w: &mut loom::Writer, from: u64, to: u64| -> loom::Result<()> {
+        for i in from..to {
+            w.push(h, i, &record(value(i), 8))?;
+            if i % 500 == 0 {
+                w.persist()?;
+            }
+        }
+        w.persist()
+    };
+    push(&mut w, 0, 5_000)?;
+    let old = r.snapshot();
+    let (first, last) = old.time_span(SourceId(1)).ok_or("a time span")?;
+    let dropped = w.stats().segments_dropped;
+    let mut next = 5_000;
+    while w.stats().segments_dropped < dropped + 3 {
+        push(&mut w, next, next + 1_000)?;
+        next += 1_000;
+    }
+    let mut times = Vec::new();
+    old.scan(SourceId(1), first, last, |t, _| times.push(t))?;
+    assert_eq!(times, (first..=last).collect::<Vec<_>>());
+    let c = old.count_matching(SourceId(1), first, last, 0, u64::MAX, IndexMode::NoIndex)?;
+    assert_eq!(c.count, last - first + 1);
+    let (now_first, _) = r.snapshot().time_span(SourceId(1)).ok_or("a time span")?;
+    assert!(now_first > first, "retention dropped nothing of {first}..");
+    w.close()?;
+    Ok(())
+}

@@ -7,6 +7,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::log::chunk::ChunkHeader;
@@ -24,6 +25,24 @@ pub(crate) struct SegmentFiles {
     frames: RwLock<HashMap<u64, Vec<FrameLoc>>>,
     /// Chunks queries read, kept for the next ones.
     cache: ChunkCache,
+    /// Segments retention dropped, still readable for [`DROPPED_GRACE`]:
+    /// a query on a snapshot taken before the drop reads them through
+    /// their open (unlinked) file and their frame list, so it answers for
+    /// its snapshot instead of failing on a missing file.
+    dropped: Mutex<Vec<Dropped>>,
+}
+
+/// How long a dropped segment stays readable: longer than any query runs
+/// (loom-app stops a statement after 10 s by default). Its disk space is
+/// freed once the last handle closes.
+const DROPPED_GRACE: Duration = Duration::from_secs(60);
+
+/// A segment retention dropped, kept for queries already running.
+struct Dropped {
+    segment: u64,
+    at: Instant,
+    file: Option<Arc<File>>,
+    frames: Option<Vec<FrameLoc>>,
 }
 
 fn locked<T>(r: std::sync::LockResult<T>) -> T {
@@ -43,6 +62,7 @@ impl SegmentFiles {
             open: Mutex::new(HashMap::new()),
             frames: RwLock::new(HashMap::new()),
             cache: ChunkCache::new(cache_bytes),
+            dropped: Mutex::new(Vec::new()),
         }
     }
 
@@ -51,10 +71,38 @@ impl SegmentFiles {
         if let Some(f) = open.get(&index) {
             return Ok(Arc::clone(f));
         }
+        if let Some(f) = locked(self.dropped.lock())
+            .iter()
+            .find(|d| d.segment == index)
+            .and_then(|d| d.file.clone())
+        {
+            return Ok(f);
+        }
         let path = Layout::segment_path(&self.dir, index);
         let f = Arc::new(File::open(&path).map_err(|e| Error::io(&path, e))?);
         open.insert(index, Arc::clone(&f));
         Ok(f)
+    }
+
+    /// Keeps segment `segment` readable for [`DROPPED_GRACE`] before
+    /// retention deletes its file: its file is opened (if it is not yet)
+    /// and, with its frame list, moved aside for queries already running.
+    /// Segments dropped longer ago are let go.
+    pub(crate) fn retire(&self, segment: u64) {
+        let file = locked(self.open.lock()).remove(&segment).or_else(|| {
+            File::open(Layout::segment_path(&self.dir, segment))
+                .ok()
+                .map(Arc::new)
+        });
+        let frames = locked(self.frames.write()).remove(&segment);
+        let mut dropped = locked(self.dropped.lock());
+        dropped.retain(|d| d.at.elapsed() < DROPPED_GRACE);
+        dropped.push(Dropped {
+            segment,
+            at: Instant::now(),
+            file,
+            frames,
+        });
     }
 
     /// Closes segments below `index` (dropped by retention).
@@ -107,13 +155,17 @@ impl SegmentFiles {
     }
 
     fn frame_at(&self, segment: u64, addr: u64) -> Option<Option<FrameLoc>> {
-        let frames = locked(self.frames.read());
-        let list = frames.get(&segment)?;
-        Some(
+        let find = |list: &Vec<FrameLoc>| {
             list.binary_search_by_key(&addr, |f| f.addr)
                 .ok()
-                .map(|i| list[i]),
-        )
+                .map(|i| list[i])
+        };
+        if let Some(list) = locked(self.frames.read()).get(&segment) {
+            return Some(find(list));
+        }
+        let dropped = locked(self.dropped.lock());
+        let d = dropped.iter().find(|d| d.segment == segment)?;
+        d.frames.as_ref().map(find)
     }
 
     /// Reads up to `buf.len()` bytes at file offset `off` of `seg`; returns

@@ -61,6 +61,8 @@ impl Writer {
                 break;
             }
             self.segments.pop_front();
+            // Queries on earlier snapshots may still read it.
+            self.files.retire(oldest.index);
             let mut freed = 0u64;
             for p in [
                 Layout::segment_path(&self.dir, oldest.index),
