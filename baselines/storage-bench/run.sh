@@ -26,7 +26,7 @@
 # venv under target/).
 #
 # Figures beside the bytes: ingest wall time of each system, and the time
-# of the same query per measurement (count and max of its first field over
+# of the same query per measurement (count and max of its first numeric field over
 # all its data): `loom query --store` (opening the store included, page
 # cache warm) and influxd over HTTP.
 #
@@ -137,8 +137,9 @@ loom_measure() {
   local m n tags t0 t1 field stmt
   while read -r m n _; do
     # The same statement is timed on influxd: count and max of the
-    # measurement's first field over all its data.
-    field=$("$bin/loom" query --store "$store" --format csv "SHOW FIELD KEYS FROM \"$m\"" | sed -n 2p | cut -d, -f3)
+    # measurement's first numeric field over all its data.
+    field=$("$bin/loom" query --store "$store" --format csv "SHOW FIELD KEYS FROM \"$m\"" |
+      awk -F, 'NR > 1 && ($4 == "integer" || $4 == "float") { print $3; exit }')
     stmt="SELECT count(\"$field\"), max(\"$field\") FROM \"$m\""
     echo "$stmt" >"$dir/stmt-$m"
     t0=$(now)
