@@ -269,7 +269,10 @@ for case in $cases; do
   written=$(now)
   grep -E '^(Final:|store)' "$log" || true
   loom_measure "$store" "$dir"
-  echo "STORAGE-CASE case=$case system=loom bytes=$(alloc "$store") wall_s=$(secs "$start" "$written") $(grep -o '[0-9]* stored uncompressed ([0-9]* of them to keep up' "$log" | sed 's/ stored uncompressed (/ /; s/ of them to keep up//' | awk '{print "chunks_raw=" $1 " chunks_raw_to_keep_up=" $2}')"
+  # loom-app's OTLP intake log keeps blank and reused files ready (no
+  # records; `loom info` reports them apart): beside the store's bytes, as
+  # InfluxDB's preallocated series files are.
+  echo "STORAGE-CASE case=$case system=loom bytes=$(alloc $(find "$store" -mindepth 1 -maxdepth 1 -not -name otlp-intake)) intake_reserve_bytes=$(alloc "$store/otlp-intake") wall_s=$(secs "$start" "$written") $(grep -o '[0-9]* stored uncompressed ([0-9]* of them to keep up' "$log" | sed 's/ stored uncompressed (/ /; s/ of them to keep up//' | awk '{print "chunks_raw=" $1 " chunks_raw_to_keep_up=" $2}')"
 
   # InfluxDB.
   idir="$dir/influxdb"
