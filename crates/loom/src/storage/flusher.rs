@@ -43,14 +43,6 @@ const WRITE_AT: usize = 4 << 20;
 /// recording level 1 made frames 0.4 % larger than level 3 and costs less
 /// CPU (docs/chunk-format.md).
 const CATCH_UP_LEVEL: i32 = 1;
-/// Nice value of the flusher thread while it compresses. Compression is the
-/// one part of the write path that may wait: below the ingest thread's
-/// priority it takes the CPU ingest leaves, and when that is too little its
-/// queue grows and it falls back to `CATCH_UP_LEVEL`, then to storing raw
-/// (both counted), instead of slowing ingest until records are dropped. On
-/// a loaded 2-core machine, one connection paced at 24.5 M records/s ingested
-/// 9.9 M/s with compression off against 5.8-6.6 M/s at default priority.
-const COMPRESSING_NICE: libc::c_int = 10;
 
 /// One range of one block to write.
 pub(crate) struct FlushJob {
@@ -245,12 +237,7 @@ impl Flusher {
         let retry = cfg.retry_interval;
         let thread = std::thread::Builder::new()
             .name("loom-flusher".into())
-            .spawn(move || {
-                if state.compressing {
-                    lower_priority();
-                }
-                run(&mut state, job_rx, ack_tx, retry)
-            });
+            .spawn(move || run(&mut state, job_rx, ack_tx, retry));
         let thread = match thread {
             Ok(t) => Some(t),
             Err(e) => {
@@ -264,22 +251,6 @@ impl Flusher {
             status,
             thread,
         }
-    }
-}
-
-/// Lowers this thread's priority to `COMPRESSING_NICE` (Linux: nice is per
-/// thread). A failure only costs ingest some CPU, so it is logged, not fatal.
-fn lower_priority() {
-    // SAFETY: plain syscalls on this thread's own id, no memory passed.
-    let rc = unsafe {
-        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        libc::setpriority(libc::PRIO_PROCESS, tid, COMPRESSING_NICE)
-    };
-    if rc != 0 {
-        log::warn!(
-            "cannot lower the flusher thread's priority: {}",
-            std::io::Error::last_os_error()
-        );
     }
 }
 
