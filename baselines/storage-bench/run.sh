@@ -12,9 +12,9 @@
 #   - `otlp`: otlp-load's spans (STORAGE_SPANS over 60 s of data, 1 client)
 #     over OTLP/gRPC to loom-app and as line protocol to influxd;
 #   - `sparse`: many sparse series, chunks sealed by age rather than size:
-#     write-load's host metrics (STORAGE_SPARSE_HOSTS series, one point each
-#     every STORAGE_SPARSE_STEP_MS over STORAGE_SPARSE_S s of data) through
-#     /write to loom-app and to influxd.
+#     sparse.py's host metrics (STORAGE_SPARSE_HOSTS series, one point each
+#     every STORAGE_SPARSE_STEP_MS over STORAGE_SPARSE_S s of data, in time
+#     order across series) through /write to loom-app and to influxd.
 # Every case starts a fresh influxd on loopback (free ports) whose benchmark
 # settings force the cache snapshot and a full TSM compaction seconds after
 # writes stop; the script waits for the compaction to settle before
@@ -253,8 +253,7 @@ for case in $cases; do
     app_pid=$!
     wait_line "$log" "^InfluxDB API on"
     start=$(now)
-    "$bin/examples/write-load" --url "http://127.0.0.1:$http" --hosts "$sparse_hosts" \
-      --step-ms "$sparse_step_ms" --data-seconds "$sparse_s" --repeat 1 >"$dir/load-loom.log" 2>&1
+    python3 "$here/sparse.py" "http://127.0.0.1:$http" bench "$sparse_hosts" "$sparse_step_ms" "$sparse_s" >"$dir/load-loom.log" 2>&1
     ;;
   *)
     "$bin/loom-app" --addr "127.0.0.1:$port" --loom-path "$store" --stop-after-connections 1 \
@@ -287,8 +286,7 @@ for case in $cases; do
       --spans "$spans" --repeat 1 >"$dir/load-influxdb.log" 2>&1
     ;;
   sparse)
-    "$bin/examples/write-load" --url "http://127.0.0.1:$hp" --hosts "$sparse_hosts" \
-      --step-ms "$sparse_step_ms" --data-seconds "$sparse_s" --repeat 1 >"$dir/load-influxdb.log" 2>&1
+    python3 "$here/sparse.py" "http://127.0.0.1:$hp" bench "$sparse_hosts" "$sparse_step_ms" "$sparse_s" >"$dir/load-influxdb.log" 2>&1
     ;;
   *)
     port=$(free_port)
