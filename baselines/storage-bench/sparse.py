@@ -11,11 +11,12 @@ telemetry arrives: so Loom seals each series' chunk by age
 (`seal_after_us`, 60 s of data), not by size. Values move like host
 metrics: usage a bounded random walk with one decimal, idle its complement,
 requests a counter, duration_us a random latency. Creates DB first
-(influxd needs it). Prints `points=N seconds=T`.
+(influxd needs it; loom-app answers 400, ignored). Prints `points=N seconds=T`.
 """
 import random
 import sys
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -29,7 +30,11 @@ def post(url, body):
 
 def main():
     url, db, hosts, step_ms, seconds = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-    post(f"{url}/query", urllib.parse.urlencode({"q": f"CREATE DATABASE {db}"}).encode())
+    try:
+        post(f"{url}/query", urllib.parse.urlencode({"q": f"CREATE DATABASE {db}"}).encode())
+    except urllib.error.HTTPError:
+        pass  # loom-app has no CREATE DATABASE: /write takes any database
+
     rng = random.Random(1)
     usage = [rng.uniform(5, 60) for _ in range(hosts)]
     requests = [0] * hosts
