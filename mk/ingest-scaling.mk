@@ -13,6 +13,7 @@
 #   make is-table RUNS=5 DURATION=120 [THREADS=1]      all of the above for 8 64 256 1024 B + table
 #   make is-report                                     table from the existing logs only
 #   make is-dd [DD_MB=16384]                           direct-I/O write bandwidth reference
+#   make is-compression [RUNS=3 DURATION=20]           Loom, default compression vs level 0, 8 and 64 B
 #
 # Variables: RUNS (5), DURATION (s, 120), SIZE (bytes, 8), THREADS (1),
 # TMP_DATA_DIR (scratch data, default tmp-data/ in the repo, git-ignored),
@@ -85,3 +86,24 @@ is-dd:
 	@echo "== is-dd $$(date -u +%FT%TZ) of=$(TMP_DATA_DIR)/dd.bin" | tee -a $(IS_OUT)/is-dd
 	dd if=/dev/zero of=$(TMP_DATA_DIR)/dd.bin bs=1M count=$(IS_DD_MB) oflag=direct 2>&1 | tee -a $(IS_OUT)/is-dd
 	@rm -f $(TMP_DATA_DIR)/dd.bin
+
+# Compressed vs uncompressed chunks (issue 21): `ingest-scaling --db loom` at
+# IS_CMP_SIZES, the engine's default zstd level and `--compression-level 0`
+# (the same format-2 frames, stored raw) alternated run by run, back to back,
+# the load average logged before each run.
+#   make is-compression [RUNS=3 DURATION=20 IS_CMP_SIZES="8 64"]  -> evaluation-output/is-compression
+IS_CMP_SIZES ?= 8 64
+.PHONY: is-compression
+is-compression: $(IS_DEP)
+	@mkdir -p $(IS_OUT) $(TMP_DATA_DIR)
+	@echo "== is-compression $$(date -u +%FT%TZ) runs=$(IS_RUNS) duration=$(IS_DURATION)s sizes=[$(IS_CMP_SIZES)]" | tee -a $(IS_OUT)/is-compression
+	@for i in $$(seq 1 $(IS_RUNS)); do \
+	  for s in $(IS_CMP_SIZES); do \
+	    for l in default 0; do \
+	      flag=; [ $$l = 0 ] && flag="--compression-level 0"; \
+	      echo "load $$(cut -d' ' -f1-3 /proc/loadavg)" >> $(IS_OUT)/is-compression; \
+	      $(IS_PIN) $(IS_BIN) --db loom --data-size $$s $$flag --duration-s $(IS_DURATION) --storage-dir $(IS_STORAGE) 2>&1 \
+	        | grep '^db=' | sed "s/^/level=$$l /" | tee -a $(IS_OUT)/is-compression || exit 1; \
+	    done; \
+	  done; \
+	done

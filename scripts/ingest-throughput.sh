@@ -15,7 +15,9 @@
 # Prints the processes' own summaries, then one result line:
 #   RESULT connections=C sent=S received=R dropped=D ingested=I wall_s=W
 #          records_per_s=X mb_per_s=Y app_cpu_s=U+S replay_cpu_s=U+S queries=Q
-#          query_ms_median=M load=L1,L5,L15 tls=0|1
+#          query_ms_median=M load=L1,L5,L15 tls=0|1 chunks=N chunks_raw_to_keep_up=K until_durable_s=T
+# until_durable_s: from the senders' start until loom-app exited, every record
+# compressed (or stored raw to keep up) and synced.
 # records_per_s is what loom-app received and did not drop (received - dropped)
 # over the senders' longest wall time; mb_per_s the same in wire bytes.
 set -euo pipefail
@@ -71,6 +73,7 @@ app=$!
 sleep 1
 
 pids=()
+t_start=$(date +%s.%N)
 for i in $(seq 1 "$CONNS"); do
     /usr/bin/time -f "CPU tcp-replay %U %S" -o "$out/replay$i.time" \
         "$BIN/tcp-replay" --file-path "$REC" --addr "127.0.0.1:$PORT" $PACE --duration-s "$DUR" $REPLAY_TLS \
@@ -95,9 +98,11 @@ if [ "$QEVERY" != 0 ]; then
 fi
 for p in "${pids[@]}"; do wait "$p" || true; done
 wait "$app" || true
+# loom-app exits once every record is in the store, compressed and synced.
+t_done=$(date +%s.%N)
 
 grep -h "Replay done" "$out"/replay*.log
-grep -h "^Final:" "$out/app.log"
+grep -h -E "^(Final:|store compression)" "$out/app.log"
 [ "$QEVERY" != 0 ] && tail -c 300 "$out/query.json" && echo
 
 sent=$(grep -h "Replay done" "$out"/replay*.log | sed -E 's/.*batches, ([0-9]+) records in.*/\1/' | paste -sd+ | bc)
@@ -111,8 +116,11 @@ replay_cpu=$(cat "$out"/replay*.time | awk '/^CPU tcp-replay/ {u += $3; s += $4}
 rate=$(echo "($received - $dropped) / $wall" | bc -l)
 # Older tcp-replay builds do not report bytes: estimate them from the P2 mix (25/29 B tagged records).
 if [ -z "$bytes" ]; then mbps=NA; else mbps=$(printf %.1f "$(echo "$bytes * ($received - $dropped) / $sent / $wall / 1000000" | bc -l)"); fi
+# Chunks the flusher stored uncompressed to keep up (format 2's fallback).
+raw_keep_up=$(sed -nE 's/^store compression: .* \(([0-9]+) of them to keep up.*/\1/p' "$out/app.log")
+chunks=$(sed -nE 's/^store compression: ([0-9]+) chunks written.*/\1/p' "$out/app.log")
 qmed=NA
 if [ "$queries" -gt 0 ]; then qmed=$(sort -n "$out/query.ms" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'); fi
-printf 'RESULT pace=%s connections=%s sent=%s received=%s dropped=%s ingested=%s wall_s=%s records_per_s=%.0f mb_per_s=%s app_cpu_s=%s replay_cpu_s=%s queries=%s query_ms_median=%s load=%s tls=%s\n' \
-    "${INGEST_SPEED:-no-wait}" "$CONNS" "$sent" "$received" "$dropped" "$ingested" "$wall" "$rate" "$mbps" "$app_cpu" "$replay_cpu" "$queries" "$qmed" "$load" "${INGEST_TLS:-0}"
+printf 'RESULT pace=%s connections=%s sent=%s received=%s dropped=%s ingested=%s wall_s=%s records_per_s=%.0f mb_per_s=%s app_cpu_s=%s replay_cpu_s=%s queries=%s query_ms_median=%s load=%s tls=%s chunks=%s chunks_raw_to_keep_up=%s until_durable_s=%.2f\n' \
+    "${INGEST_SPEED:-no-wait}" "$CONNS" "$sent" "$received" "$dropped" "$ingested" "$wall" "$rate" "$mbps" "$app_cpu" "$replay_cpu" "$queries" "$qmed" "$load" "${INGEST_TLS:-0}" "${chunks:-NA}" "${raw_keep_up:-NA}" "$(echo "$t_done - $t_start" | bc -l)"
 rm -rf "$store"

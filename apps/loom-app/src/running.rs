@@ -325,10 +325,11 @@ fn close_store(mut writer: Writer) -> anyhow::Result<()> {
         stats.records, stats.chunks, stats.blocks_flushed, stats.segments_dropped
     );
     println!(
-        "store compression: {} chunks written, {} stored uncompressed ({} of them to keep up with ingest), {} bytes of chunks in {} bytes of frames (ratio {:.2})",
+        "store compression: {} chunks written, {} stored uncompressed ({} of them to keep up with ingest), {} compressed at a cheaper level to keep up, {} bytes of chunks in {} bytes of frames (ratio {:.2})",
         stats.chunks_written,
         stats.chunks_stored_raw,
         stats.chunks_raw_to_keep_up,
+        stats.chunks_fast_to_keep_up,
         stats.chunk_bytes_written,
         stats.frame_bytes_written,
         stats.chunk_bytes_written as f64 / stats.frame_bytes_written.max(1) as f64

@@ -37,6 +37,10 @@ struct Args {
     /// (10^9 B) are free on the storage file system.
     #[arg(long, default_value_t = 8)]
     reserve_gb: u64,
+    /// Loom only: zstd level of the chunks written to disk, 0 to store them
+    /// uncompressed (format 2's frames either way) [default: the engine's].
+    #[arg(long, allow_negative_numbers = true)]
+    compression_level: Option<i32>,
 }
 
 fn main() -> Result<()> {
@@ -52,6 +56,7 @@ fn main() -> Result<()> {
         index: args.index,
         keep_data: args.keep_data,
         reserve_bytes: args.reserve_gb.saturating_mul(1_000_000_000),
+        compression_level: args.compression_level,
     };
     let summary = run(&cfg)?;
     println!("{summary}");

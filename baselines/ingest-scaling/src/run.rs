@@ -53,6 +53,9 @@ pub struct RunConfig {
     pub keep_data: bool,
     /// Stop early when fewer bytes than this are free on the storage file system.
     pub reserve_bytes: u64,
+    /// Loom only: zstd level of chunks on disk (0: uncompressed), `None`
+    /// for the engine's default.
+    pub compression_level: Option<i32>,
 }
 
 impl RunConfig {
@@ -166,7 +169,11 @@ fn run_loom(
     meter: &Arc<Meter>,
     start: impl Fn(&Arc<Meter>) -> Result<(Timing, ProgressPrinter)>,
 ) -> Result<(f64, f64)> {
-    let mut sink = LoomSink::open(&cfg.storage_dir.join("loom"), cfg.index)?;
+    let mut sink = LoomSink::open(
+        &cfg.storage_dir.join("loom"),
+        cfg.index,
+        cfg.compression_level,
+    )?;
     let (timing, printer) = start(meter)?;
     drive(&mut sink, payloads, timing, meter, 0)?;
     let secs = timing.clock.now_us() as f64 / 1e6;
@@ -317,6 +324,7 @@ mod tests {
             index: false,
             keep_data: false,
             reserve_bytes: 0,
+            compression_level: None,
         };
         assert!(run(&cfg).is_err());
     }

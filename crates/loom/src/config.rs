@@ -106,12 +106,15 @@ pub struct Config {
     /// disk (`docs/chunk-format.md`); `None` stores them uncompressed (in
     /// the same frames). Default `Some(3)`.
     pub compression_level: Option<i32>,
-    /// Full blocks queued at the flusher at which it stops compressing and
+    /// Flush jobs queued at the flusher at which it stops compressing and
     /// stores chunks as they are until it catches up, so ingest never waits
     /// for compression (counted in `WriterStats::chunks_raw_to_keep_up`).
-    /// Default 1: compress while the flusher keeps up with the writer;
-    /// `usize::MAX` always compresses (the writer then waits when every
-    /// in-memory block is queued).
+    /// With fewer, but at least one, queued it compresses at zstd level 1
+    /// (counted in `WriterStats::chunks_fast_to_keep_up`). Default 2: one
+    /// block may wait while the flusher catches up cheaply, a second one
+    /// (the writer is then close to waiting for memory) stores raw; 0 or 1
+    /// store raw as soon as that many wait; `usize::MAX` always compresses
+    /// (the writer then waits when every in-memory block is queued).
     pub store_raw_when_queued: usize,
 }
 
@@ -135,7 +138,7 @@ impl Default for Config {
             retention_age_us: None,
             verify_on_open: false,
             compression_level: Some(3),
-            store_raw_when_queued: 1,
+            store_raw_when_queued: 2,
         }
     }
 }

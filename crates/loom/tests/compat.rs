@@ -135,7 +135,7 @@ fn writing_to_a_version_1_store_adds_compressed_segments() -> Result<(), Box<dyn
         w.close()?;
     }
     let meta = std::fs::read_to_string(dir.path().join("loom.meta"))?;
-    assert!(meta.starts_with("loom-store v2"), "{meta}");
+    assert!(meta.starts_with("loom-store v3"), "{meta}");
     for (name, bytes) in &old {
         assert!(
             std::fs::read(dir.path().join(name))? == *bytes,

@@ -47,10 +47,16 @@ pub struct LoomSink {
 }
 
 impl LoomSink {
-    /// Opens a store in `dir` with the default `Config` and declares [`SOURCE`]
-    /// (field `value`: the record's first 8 bytes), range-indexed if `index`.
-    pub fn open(dir: &Path, index: bool) -> Result<Self> {
-        let (mut writer, reader) = loom::open(dir, Config::default())
+    /// Opens a store in `dir` with the default `Config` (its compression
+    /// level replaced by `level` if given, 0 meaning uncompressed) and
+    /// declares [`SOURCE`] (field `value`: the record's first 8 bytes),
+    /// range-indexed if `index`.
+    pub fn open(dir: &Path, index: bool, level: Option<i32>) -> Result<Self> {
+        let mut config = Config::default();
+        if let Some(l) = level {
+            config.compression_level = (l != 0).then_some(l);
+        }
+        let (mut writer, reader) = loom::open(dir, config)
             .with_context(|| format!("opening loom store in {}", dir.display()))?;
         let schema = SourceSchema {
             measurement: "bench".into(),

@@ -38,6 +38,11 @@ use crate::storage::segments::SegmentFiles;
 const PAGE: usize = 4096;
 /// Frames are written out once this many bytes wait, even mid-job.
 const WRITE_AT: usize = 4 << 20;
+/// zstd level used while a job waits behind the current one (the flusher is
+/// falling behind) and before it gives up compressing: on the live P2
+/// recording level 1 made frames 0.4 % larger than level 3 and costs less
+/// CPU (docs/chunk-format.md).
+const CATCH_UP_LEVEL: i32 = 1;
 
 /// One range of one block to write.
 pub(crate) struct FlushJob {
@@ -78,6 +83,9 @@ pub(crate) struct FlusherStatus {
     /// Of those, chunks stored uncompressed because full blocks queued up
     /// behind them (compression was not keeping up with ingest).
     pub chunks_raw_to_keep_up: AtomicU64,
+    /// Chunks compressed at `CATCH_UP_LEVEL` instead of the configured
+    /// level because a job waited behind them.
+    pub chunks_fast_to_keep_up: AtomicU64,
     /// Bytes of the written chunks before compression (headers included).
     pub chunk_bytes: AtomicU64,
     /// Bytes of their frames on disk (headers and padding included).
@@ -123,7 +131,8 @@ pub(crate) struct FlusherConfig {
     /// of a segment no earlier run wrote).
     pub start: u64,
     /// Jobs queued behind the current one at which its chunks are stored
-    /// uncompressed to catch up.
+    /// uncompressed to catch up; from one queued job below that they are
+    /// compressed at `CATCH_UP_LEVEL`.
     pub hurry_at: usize,
 }
 
@@ -157,6 +166,17 @@ impl AlignedBuf {
     }
 }
 
+/// How far behind the flusher is, and what it does about it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pace {
+    /// Nothing waits: the configured level.
+    Normal,
+    /// A job waits: the cheaper `CATCH_UP_LEVEL`.
+    Fast,
+    /// `hurry_at` jobs wait: chunks stored as they are.
+    Raw,
+}
+
 struct State {
     dir: PathBuf,
     layout: Layout,
@@ -171,14 +191,16 @@ struct State {
     status: Arc<FlusherStatus>,
     files_shared: Arc<SegmentFiles>,
     encoder: Encoder,
+    /// The encoder at `CATCH_UP_LEVEL` (or the configured level if lower).
+    fast: Encoder,
     body: Vec<u8>,
     /// Log address of the next chunk to encode.
     cursor: u64,
     out: Option<Output>,
     io: AlignedBuf,
-    /// Set while jobs queue up behind the current one: chunks are then
-    /// stored uncompressed.
-    hurry: bool,
+    /// How the current job's chunks are encoded, from the jobs queued
+    /// behind it.
+    pace: Pace,
     /// Queued jobs at which `hurry` is set.
     hurry_at: usize,
     /// Whether chunks are compressed at all.
@@ -203,11 +225,12 @@ impl Flusher {
             status: Arc::clone(&status),
             files_shared: cfg.files,
             encoder: Encoder::new(cfg.compression),
+            fast: Encoder::new(cfg.compression.map(|l| l.min(CATCH_UP_LEVEL))),
             body: Vec::new(),
             cursor: cfg.start,
             out: None,
             io: AlignedBuf::new(1 << 20),
-            hurry: false,
+            pace: Pace::Normal,
             hurry_at: cfg.hurry_at,
             compressing: cfg.compression.is_some(),
         };
@@ -239,10 +262,20 @@ fn run(state: &mut State, jobs: Receiver<FlushJob>, acks: Sender<FlushAck>, retr
     loop {
         match jobs.recv_timeout(tick) {
             Ok(job) => {
-                // Another full block already waiting means compression is
-                // not keeping up: store this job's chunks as they are so the
-                // writer never waits on the compressor (counted).
-                state.hurry = state.compressing && jobs.len() >= state.hurry_at;
+                // Jobs waiting behind this one mean compression is not
+                // keeping up: compress cheaper, and with `hurry_at` waiting
+                // store this job's chunks as they are, so the writer never
+                // waits on the compressor (both counted).
+                let queued = jobs.len();
+                state.pace = if !state.compressing {
+                    Pace::Normal
+                } else if queued >= state.hurry_at {
+                    Pace::Raw
+                } else if queued >= 1 {
+                    Pace::Fast
+                } else {
+                    Pace::Normal
+                };
                 let result = state.write_retrying(&job, retry);
                 let id = job.id;
                 drop(job);
@@ -376,7 +409,7 @@ impl State {
         }
         let mut o = (self.cursor - base) as usize;
         let (mut chunks, mut raw, mut chunk_bytes, mut frame_bytes) = (0u64, 0u64, 0u64, 0u64);
-        let mut hurried = 0u64;
+        let (mut hurried, mut fast) = (0u64, 0u64);
         while o + HEADER_LEN <= block.len() {
             let h = match ChunkHeader::read(&block[o..]) {
                 Ok(Some(h)) => h,
@@ -391,13 +424,20 @@ impl State {
                 ));
             };
             self.body.clear();
-            let codec = if self.hurry {
-                hurried += 1;
-                self.body.extend_from_slice(payload);
-                Codec::Stored
-            } else {
-                self.encoder
-                    .encode(payload, h.first_ts, h.count, &mut self.body)
+            let codec = match self.pace {
+                Pace::Raw => {
+                    hurried += 1;
+                    self.body.extend_from_slice(payload);
+                    Codec::Stored
+                }
+                Pace::Fast => {
+                    fast += 1;
+                    self.fast
+                        .encode(payload, h.first_ts, h.count, &mut self.body)
+                }
+                Pace::Normal => self
+                    .encoder
+                    .encode(payload, h.first_ts, h.count, &mut self.body),
             };
             let Some(out) = self.out.as_mut() else {
                 return Err("no segment file to write to".into());
@@ -424,6 +464,7 @@ impl State {
         st.chunks_stored_raw.fetch_add(raw, Ordering::Relaxed);
         st.chunks_raw_to_keep_up
             .fetch_add(hurried, Ordering::Relaxed);
+        st.chunks_fast_to_keep_up.fetch_add(fast, Ordering::Relaxed);
         st.chunk_bytes.fetch_add(chunk_bytes, Ordering::Relaxed);
         st.frame_bytes.fetch_add(frame_bytes, Ordering::Relaxed);
         Ok(())

@@ -6,8 +6,12 @@
 //! the layout it was written with, and the store's format version: `v1`
 //! stores hold uncompressed segments only; a writer that opens one rewrites
 //! the first line to `v2` and writes its new segments compressed
-//! (`frame.rs`), while the old ones stay readable as they are. A `v2` line
-//! keeps software that knows only version 1 from misreading the store.
+//! (`frame.rs`), while the old ones stay readable as they are. `v3` adds
+//! frames of codec 2 (zstd over a chunk's records as they are,
+//! `log/codec.rs`), which a version-2 reader would take for damaged frames
+//! and a version-2 writer's recovery could cut as a torn tail: a writer
+//! opening a `v1` or `v2` store rewrites the line to `v3`, so older software
+//! refuses the store instead of misreading it.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -16,9 +20,11 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 
 const META_FILE: &str = "loom.meta";
-const META_HEADER: &str = "loom-store v2";
+const META_HEADER: &str = "loom-store v3";
 /// First line of stores written by format version 1 (uncompressed).
 const META_HEADER_V1: &str = "loom-store v1";
+/// First line of stores written by format version 2 (codecs 0 and 1 only).
+const META_HEADER_V2: &str = "loom-store v2";
 
 /// Sizes that fix where bytes live on disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,7 +68,7 @@ impl Layout {
     }
 
     /// Reads the layout stored in `dir`, or stores `wanted` (durably) if
-    /// there is none. A version-1 store's file is rewritten as version 2.
+    /// there is none. A version-1 or -2 store's file is rewritten as version 3.
     pub(crate) fn load_or_store(dir: &Path, wanted: Layout) -> Result<Layout> {
         match Self::load(dir)? {
             Some(stored) => {
@@ -71,6 +77,12 @@ impl Layout {
                 if text.starts_with(META_HEADER_V1) {
                     log::info!(
                         "{}: a format-1 store: its segments stay as they are, new ones are compressed",
+                        dir.display()
+                    );
+                    stored.store(dir)?;
+                } else if text.starts_with(META_HEADER_V2) {
+                    log::info!(
+                        "{}: a format-2 store, now format 3 (new frames may use codec 2)",
                         dir.display()
                     );
                     stored.store(dir)?;
@@ -101,9 +113,12 @@ impl Layout {
     fn parse(text: &str) -> std::result::Result<Layout, String> {
         let mut lines = text.lines();
         let first = lines.next();
-        if first != Some(META_HEADER) && first != Some(META_HEADER_V1) {
+        if first != Some(META_HEADER)
+            && first != Some(META_HEADER_V2)
+            && first != Some(META_HEADER_V1)
+        {
             return Err(format!(
-                "first line is not '{META_HEADER}' (or '{META_HEADER_V1}')"
+                "first line is not '{META_HEADER}' (or '{META_HEADER_V2}', '{META_HEADER_V1}')"
             ));
         }
         let (mut chunk, mut block, mut segment) = (None, None, None);
@@ -135,5 +150,35 @@ impl Layout {
         };
         c.validate().map_err(|e| e.to_string())?;
         Ok(layout)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A version-2 store keeps its layout and is marked version 3 when a
+    /// writer opens it, so a version-2 reader refuses it from then on.
+    #[test]
+    fn a_version_2_store_becomes_version_3() -> std::result::Result<(), Box<dyn std::error::Error>>
+    {
+        let dir = tempfile::tempdir()?;
+        let stored = Layout::from_config(&Config::default());
+        fs::write(
+            dir.path().join(META_FILE),
+            format!(
+                "{META_HEADER_V2}\nchunk_size={}\nblock_size={}\nsegment_size={}\n",
+                stored.chunk_size, stored.block_size, stored.segment_size
+            ),
+        )?;
+        let wanted = Layout {
+            segment_size: stored.segment_size * 2,
+            ..stored
+        };
+        assert_eq!(Layout::load_or_store(dir.path(), wanted)?, stored);
+        let text = fs::read_to_string(dir.path().join(META_FILE))?;
+        assert!(text.starts_with("loom-store v3\n"), "{text}");
+        assert!(Layout::parse("loom-store v4\nchunk_size=1\n").is_err());
+        Ok(())
     }
 }

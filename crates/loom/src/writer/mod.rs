@@ -89,6 +89,9 @@ pub struct WriterStats {
     /// Of those, chunks stored uncompressed because compression was not
     /// keeping up with ingest (see `Config::store_raw_when_queued`).
     pub chunks_raw_to_keep_up: u64,
+    /// Chunks compressed at a cheaper zstd level because a flush job
+    /// waited behind them (see `Config::store_raw_when_queued`).
+    pub chunks_fast_to_keep_up: u64,
     /// Bytes of the written chunks before compression.
     pub chunk_bytes_written: u64,
     /// Bytes their frames take in segment files.
@@ -214,6 +217,7 @@ impl Writer {
             chunks_written: f.chunks_written.load(Ordering::Relaxed),
             chunks_stored_raw: f.chunks_stored_raw.load(Ordering::Relaxed),
             chunks_raw_to_keep_up: f.chunks_raw_to_keep_up.load(Ordering::Relaxed),
+            chunks_fast_to_keep_up: f.chunks_fast_to_keep_up.load(Ordering::Relaxed),
             chunk_bytes_written: f.chunk_bytes.load(Ordering::Relaxed),
             frame_bytes_written: f.frame_bytes.load(Ordering::Relaxed),
             ..self.stats
