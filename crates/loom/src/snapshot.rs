@@ -69,7 +69,7 @@ impl Published {
 /// the cache of chunks read).
 pub(crate) enum ChunkBytes<'a> {
     Memory(&'a [u8]),
-    Disk(Arc<[u8]>),
+    Disk(Arc<Vec<u8>>),
 }
 
 impl ChunkBytes<'_> {

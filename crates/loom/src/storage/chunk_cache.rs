@@ -20,7 +20,7 @@ pub(crate) struct ChunkCache {
 
 #[derive(Default)]
 struct Inner {
-    chunks: HashMap<u64, Arc<[u8]>>,
+    chunks: HashMap<u64, Arc<Vec<u8>>>,
     order: VecDeque<u64>,
     bytes: usize,
 }
@@ -40,7 +40,7 @@ impl ChunkCache {
         }
     }
 
-    pub(crate) fn get(&self, addr: u64) -> Option<Arc<[u8]>> {
+    pub(crate) fn get(&self, addr: u64) -> Option<Arc<Vec<u8>>> {
         if self.budget == 0 {
             return None;
         }
@@ -48,7 +48,7 @@ impl ChunkCache {
     }
 
     /// Keeps `chunk` (verified) for `addr`, dropping the oldest as needed.
-    pub(crate) fn put(&self, addr: u64, chunk: Arc<[u8]>) {
+    pub(crate) fn put(&self, addr: u64, chunk: Arc<Vec<u8>>) {
         if chunk.len() > self.budget {
             return;
         }
@@ -88,13 +88,13 @@ mod tests {
     #[test]
     fn keeps_within_budget_oldest_out_first() {
         let c = ChunkCache::new(10);
-        c.put(1, Arc::from(&[1u8; 4][..]));
-        c.put(2, Arc::from(&[2u8; 4][..]));
-        assert_eq!(c.get(1).as_deref(), Some(&[1u8; 4][..]));
-        c.put(3, Arc::from(&[3u8; 4][..]));
+        c.put(1, Arc::new(vec![1u8; 4]));
+        c.put(2, Arc::new(vec![2u8; 4]));
+        assert_eq!(c.get(1).as_deref().map(Vec::as_slice), Some(&[1u8; 4][..]));
+        c.put(3, Arc::new(vec![3u8; 4]));
         assert!(c.get(1).is_none(), "the oldest went");
         assert!(c.get(2).is_some() && c.get(3).is_some());
-        c.put(4, Arc::from(&[4u8; 11][..]));
+        c.put(4, Arc::new(vec![4u8; 11]));
         assert!(c.get(4).is_none(), "larger than the budget: not kept");
         c.forget_below(3);
         assert!(c.get(2).is_none() && c.get(3).is_some());

@@ -185,11 +185,13 @@ impl SegmentFiles {
     }
 
     /// [`Self::read_chunk`] through the cache of chunks queries read.
-    pub(crate) fn read_chunk_cached(&self, addr: u64) -> Result<Arc<[u8]>> {
+    pub(crate) fn read_chunk_cached(&self, addr: u64) -> Result<Arc<Vec<u8>>> {
         if let Some(c) = self.cache.get(addr) {
             return Ok(c);
         }
-        let c: Arc<[u8]> = Arc::from(self.read_chunk(addr)?);
+        // An `Arc<Vec>` takes the decoded buffer as it is (`Arc<[u8]>` would
+        // copy it).
+        let c = Arc::new(self.read_chunk(addr)?);
         self.cache.put(addr, Arc::clone(&c));
         Ok(c)
     }
