@@ -8,6 +8,7 @@
 mod ablation;
 mod aggregate;
 pub(crate) mod percentile;
+mod log_scan;
 mod range_scan;
 
 pub use ablation::{CountResult, IndexMode};

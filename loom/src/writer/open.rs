@@ -251,8 +251,10 @@ pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
         .segments
         .first()
         .map_or(0, |s| s.index * layout.segment_size);
+    let empty = Arc::new(Published::empty(Arc::clone(&files), layout.chunk_size));
     let shared = Arc::new(Shared {
-        snapshot: ArcSwap::from_pointee(Published::empty(Arc::clone(&files), layout.chunk_size)),
+        snapshot: ArcSwap::new(Arc::clone(&empty)),
+        durable: ArcSwap::new(empty),
         index: Arc::clone(&indexer.published),
         _indexer: None,
     });
@@ -296,6 +298,8 @@ pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
     };
     w.note_segment(block_base);
     w.sync();
+    // What recovery found is on disk: durable.
+    w.publish_durable();
     let reader = Reader::new(shared);
     Ok((w, reader))
 }
@@ -329,8 +333,10 @@ pub fn open_read_only(dir: &Path) -> Result<Reader> {
         layout.chunk_size,
         retained_from,
     );
+    let published = Arc::new(published);
     let shared = Arc::new(Shared {
-        snapshot: ArcSwap::from_pointee(published),
+        snapshot: ArcSwap::new(Arc::clone(&published)),
+        durable: ArcSwap::new(published),
         index: Arc::clone(&indexer.published),
         _indexer: Some(indexer.tx),
     });
