@@ -25,6 +25,7 @@
 
 mod cli;
 mod counters;
+mod exporting;
 mod http;
 mod ingest;
 mod otlp_ingest;
@@ -92,6 +93,7 @@ fn main() -> anyhow::Result<()> {
     );
 
     let http_server = http::start(&cli, reader.clone())?;
+    let exporting = exporting::start(&cli, reader.clone())?;
     let start = Instant::now();
     let counters = Arc::new(Counters::default());
     let shutdown = Arc::new(AtomicBool::new(false));
@@ -270,6 +272,7 @@ fn main() -> anyhow::Result<()> {
     }
     drop(otlp_servers);
     drop(http_server);
+    drop(exporting);
     let stats = writer.stats();
     writer.close().context("closing the store")?;
     println!(

@@ -71,7 +71,11 @@ impl Snapshot {
     /// Chunk numbers of a source's retained chunks with address in `[from, to)`.
     fn log_chunks(&self, id: SourceId, from: u64, to: u64) -> std::ops::Range<usize> {
         let Ok(sv) = self.view(id) else { return 0..0 };
-        let start = sv.dir.chunks.partition_point(|c| c.addr < from).max(sv.dir.start);
+        let start = sv
+            .dir
+            .chunks
+            .partition_point(|c| c.addr < from)
+            .max(sv.dir.start);
         let end = sv.dir.chunks.partition_point(|c| c.addr < to);
         start..end.max(start)
     }
@@ -136,7 +140,10 @@ mod tests {
         drop(snap);
         w.close().unwrap();
         let (mut w, r) = crate::open(dir.path(), cfg.clone()).unwrap();
-        assert_eq!(r.durable_snapshot().count_log(SourceId(1), last, u64::MAX), 0);
+        assert_eq!(
+            r.durable_snapshot().count_log(SourceId(1), last, u64::MAX),
+            0
+        );
         let a = w.handle_of(SourceId(1)).unwrap();
         w.push(a, 99_999, &7u64.to_le_bytes()).unwrap();
         w.persist().unwrap();

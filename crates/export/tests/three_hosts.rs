@@ -1,0 +1,417 @@
+//! Three loom-app processes stand for three hosts (own `--host`, store and
+//! synthetic recording) and export continuously to one S3 bucket (moto on
+//! loopback). Fleet answers — DuckDB and PySpark over a copy of the bucket,
+//! each in its own SQL — equal brute force over the three recordings and
+//! each host's own InfluxQL answer. Then: SIGKILL during export and
+//! restart (Parquet counts == store counts), and the object store down for
+//! a while (ingest goes on, export catches up). (`loom fleet query`, with
+//! DataFusion, is checked in `apps/loom-cli/tests/export_fleet.rs`.)
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use export::manifest::Manifest;
+use export::testing::{Moto, Proxy};
+use replay::gen::{generate_file, GenConfig, Phase};
+use replay::tcp::{connect_with_retry, run, ReplayConfig};
+use serde_json::Value;
+use telemetry::{KvOpKind, Record, RecordingReader};
+
+/// Event time 0 of the recordings lands at 2026-11-23 09:59:55 UTC: the
+/// data crosses an hour (and partition) boundary.
+const OFF: u64 = 1_795_427_995_000_000;
+/// The question window, µs of stored time (inclusive).
+const W0: u64 = OFF + 2_000_000;
+const W1: u64 = OFF + 9_000_000;
+const BUCKET: &str = "fleet";
+const URL: &str = "s3://fleet/tree";
+
+struct App {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    http: String,
+    tcp: String,
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl App {
+    fn wait_for(&self, prefix: &str) -> String {
+        let end = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < end {
+            if let Ok(l) = self.lines.recv_timeout(Duration::from_millis(200)) {
+                if let Some(rest) = l.strip_prefix(prefix) {
+                    return rest.to_string();
+                }
+            }
+        }
+        panic!("loom-app never printed {prefix:?}");
+    }
+}
+
+fn loom_app() -> PathBuf {
+    let exe = std::env::current_exe().expect("test exe");
+    let p = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target dir")
+        .join("loom-app");
+    assert!(
+        p.exists(),
+        "{} missing: cargo build --release -p loom-app",
+        p.display()
+    );
+    p
+}
+
+fn start(store: &Path, host: &str, offset: u64, env: &[(&str, String)]) -> App {
+    let mut child = Command::new(loom_app())
+        .args(["--addr", "127.0.0.1:0", "--http", "127.0.0.1:0"])
+        .args(["--otlp-grpc", "off", "--otlp-http", "off"])
+        .args([
+            "--timestamps",
+            "event",
+            "--event-offset-us",
+            &offset.to_string(),
+        ])
+        .args(["--query", "probe-effect", "--persist-interval-ms", "200"])
+        .args(["--queue-capacity", "1000000", "--host", host])
+        .args(["--export-to", URL, "--export-interval-s", "1"])
+        .arg("--loom-path")
+        .arg(store)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn loom-app");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    let mut app = App {
+        child,
+        lines: rx,
+        http: String::new(),
+        tcp: String::new(),
+    };
+    let first = app.wait_for("loom-app listening on ");
+    app.tcp = first.split(',').next().expect("tcp").to_string();
+    app.http = app.wait_for("InfluxDB API on http://");
+    app
+}
+
+fn replay_into(rec: &Path, addr: &str) {
+    let cfg = ReplayConfig {
+        file_path: rec.to_path_buf(),
+        addr: addr.to_string(),
+        duration_s: None,
+        speed: 1.0,
+        no_wait: true,
+        connect_timeout_s: 60.0,
+    };
+    let stream = connect_with_retry(&cfg.addr, 60.0, |_| {}).expect("connect");
+    run(&cfg, stream, |_| {}, || false).expect("replay");
+}
+
+fn influxql(http: &str, q: &str) -> Value {
+    use std::io::{Read, Write};
+    let enc: String = q
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            b => format!("%{b:02X}"),
+        })
+        .collect();
+    let mut s = std::net::TcpStream::connect(http).expect("connect HTTP API");
+    let req =
+        format!("GET /query?epoch=u&q={enc} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).expect("send");
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).expect("read");
+    let body = buf.split_once("\r\n\r\n").map_or("", |x| x.1);
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {buf}"))
+}
+
+/// Records the store holds now (kv + syscall), from its own InfluxQL.
+fn stored(http: &str) -> u64 {
+    let v = influxql(
+        http,
+        "SELECT count(duration_us) FROM kv; SELECT count(duration_us) FROM syscall",
+    );
+    (0..2)
+        .filter_map(|i| v["results"][i]["series"][0]["values"][0][1].as_u64())
+        .sum()
+}
+
+/// Per-host truth over the window: pread64 durations, KV read count, total.
+#[derive(Default, Clone)]
+struct Truth {
+    pread: Vec<u64>,
+    kv_reads: u64,
+    total: u64,
+}
+
+fn truth(rec: &Path, offset: u64) -> Truth {
+    let mut t = Truth::default();
+    for b in RecordingReader::open(rec).expect("recording") {
+        for r in &b.expect("batch").records {
+            t.total += 1;
+            let ts = r.timestamp_us() + offset;
+            if !(W0..=W1).contains(&ts) {
+                continue;
+            }
+            match r {
+                Record::Syscall(s) if s.nr == 17 => t.pread.push(s.duration_us),
+                Record::KvOp(k) if k.op == KvOpKind::Read => t.kv_reads += 1,
+                _ => {}
+            }
+        }
+    }
+    t.pread.sort_unstable();
+    t
+}
+
+/// InfluxDB's percentile rank rule, by brute force over sorted values.
+fn p9999(sorted: &[u64]) -> u64 {
+    let rank = influxql::exec::rank::influx_rank(sorted.len() as u64, 99.99).expect("rank");
+    sorted[rank as usize - 1]
+}
+
+fn manifest(host: &str) -> Manifest {
+    let t = export::Target::open(URL).expect("bucket");
+    Manifest::load(&t, host).expect("manifest")
+}
+
+/// Waits until `host`'s export holds every record its store holds, and
+/// returns that count.
+fn wait_exported(app: &App, host: &str, at_least: u64) -> u64 {
+    let end = Instant::now() + Duration::from_secs(180);
+    loop {
+        let (n, m) = (stored(&app.http), manifest(host));
+        if n >= at_least && m.records_exported == n && m.pending.is_none() {
+            return n;
+        }
+        assert!(
+            Instant::now() < end,
+            "{host}: exported {} of {n} stored (want ≥ {at_least})",
+            m.records_exported
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+/// Records of `host` in a local copy of the bucket (DuckDB over every
+/// measurement).
+fn parquet_count(moto: &Moto, host: &str, dir: &Path) -> u64 {
+    let _ = std::fs::remove_dir_all(dir);
+    moto.download(BUCKET, "tree", dir);
+    let out = moto.python(&format!(
+        "import duckdb\n\
+         print(duckdb.sql(\"SELECT count(*) FROM read_parquet('{}/measurement=*/*/*/*/*.parquet', \
+         hive_partitioning = true, union_by_name = true) WHERE host = '{host}'\").fetchone()[0])",
+        dir.display()
+    ));
+    out.trim().parse().expect("count")
+}
+
+/// Runs docs/fleet/fleet_questions.py on `tree` with `engine`.
+fn questions(engine: &str, tree: &Path) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/fleet/fleet_questions.py");
+    let o = Command::new(export::testing::venv_python())
+        .arg(&script)
+        .args(["--engine", engine, "--tree"])
+        .arg(tree)
+        .args(["--t0-us", &W0.to_string(), "--t1-us", &W1.to_string()])
+        .output()
+        .expect("python");
+    assert!(
+        o.status.success(),
+        "{engine}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let line = o
+        .stdout
+        .split(|&b| b == b'\n')
+        .rfind(|l| l.starts_with(b"{"))
+        .expect("a JSON line");
+    serde_json::from_slice(line).expect("json")
+}
+
+#[test]
+fn three_hosts_export_to_one_bucket_and_fleet_answers_are_exact() {
+    let moto = Moto::start();
+    moto.set_env();
+    moto.create_bucket(BUCKET);
+    let proxy = Proxy::start(moto.port);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let hosts = ["host-1", "host-2", "host-3"];
+    let mut truths = Vec::new();
+    let mut apps = Vec::new();
+    for (i, h) in hosts.iter().enumerate() {
+        let rec = dir.path().join(format!("{h}.rec"));
+        let cfg = GenConfig {
+            phase: Phase::P2,
+            duration_s: 10.0,
+            rate: 4_000.0 + 1_000.0 * i as f64,
+            seed: 100 + i as u64,
+            ..GenConfig::default()
+        };
+        generate_file(&cfg, &rec).expect("generate");
+        truths.push(truth(&rec, OFF));
+        // host-2 reaches the bucket through a forwarder the test takes down.
+        let mut env = moto.env();
+        if i == 1 {
+            env.retain(|(k, _)| *k != "AWS_ENDPOINT_URL");
+            env.push((
+                "AWS_ENDPOINT_URL",
+                format!("http://127.0.0.1:{}", proxy.port),
+            ));
+        }
+        let app = start(&dir.path().join(h), h, OFF, &env);
+        replay_into(&rec, &app.tcp);
+        apps.push((app, env));
+    }
+    for (i, h) in hosts.iter().enumerate() {
+        let n = wait_exported(&apps[i].0, h, truths[i].total);
+        assert_eq!(n, truths[i].total, "{h} stored every record");
+    }
+
+    // Per host: brute force == the host's own InfluxQL; DuckDB and Spark
+    // (their own SQL, over a copy of the bucket) == brute force.
+    let mut all = Vec::new();
+    for (i, h) in hosts.iter().enumerate() {
+        let t = &truths[i];
+        all.extend_from_slice(&t.pread);
+        let v = influxql(
+            &apps[i].0.http,
+            &format!(
+                "SELECT count(duration_us), max(duration_us), percentile(duration_us, 99.99) FROM syscall \
+                 WHERE name = 'pread64' AND time >= {} AND time <= {}",
+                W0 * 1000,
+                W1 * 1000
+            ),
+        );
+        let row = &v["results"][0]["series"][0]["values"][0];
+        let own: Vec<u64> = (1..4).map(|k| row[k].as_u64().expect("number")).collect();
+        let want = vec![
+            t.pread.len() as u64,
+            *t.pread.last().expect("pread64"),
+            p9999(&t.pread),
+        ];
+        assert_eq!(own, want, "{h}: InfluxQL vs brute force");
+    }
+    all.sort_unstable();
+    let fleet_want = vec![all.len() as u64, *all.last().expect("records"), p9999(&all)];
+    let copy = dir.path().join("copy");
+    moto.download(BUCKET, "tree", &copy);
+    for engine in ["duckdb", "spark"] {
+        let v = questions(engine, &copy);
+        let f = &v["fleet"];
+        let got: Vec<u64> = ["n", "max", "p9999"]
+            .iter()
+            .map(|k| f[k].as_u64().expect("number"))
+            .collect();
+        assert_eq!(got, fleet_want, "{engine} fleet-wide");
+        for (i, h) in hosts.iter().enumerate() {
+            let r = &v["hosts"][h];
+            let t = &truths[i];
+            let got: Vec<u64> = ["n", "max", "p9999"]
+                .iter()
+                .map(|k| r[k].as_u64().expect("number"))
+                .collect();
+            assert_eq!(
+                got,
+                vec![
+                    t.pread.len() as u64,
+                    *t.pread.last().expect("pread64"),
+                    p9999(&t.pread)
+                ],
+                "{engine} {h}"
+            );
+        }
+    }
+
+    // SIGKILL during export, restart: Parquet holds exactly what the store holds.
+    let (app1, env1) = apps.remove(0);
+    drop(app1);
+    let rec = dir.path().join("host-1-more.rec");
+    let cfg = GenConfig {
+        phase: Phase::P2,
+        duration_s: 10.0,
+        rate: 20_000.0,
+        seed: 7,
+        ..GenConfig::default()
+    };
+    generate_file(&cfg, &rec).expect("generate");
+    let app1 = start(
+        &dir.path().join("host-1"),
+        "host-1",
+        OFF + 20_000_000,
+        &env1,
+    );
+    replay_into(&rec, &app1.tcp);
+    std::thread::sleep(Duration::from_millis(1300));
+    drop(app1); // SIGKILL, most likely while a round is under way
+    let app1 = start(
+        &dir.path().join("host-1"),
+        "host-1",
+        OFF + 40_000_000,
+        &env1,
+    );
+    let n1 = wait_exported(&app1, "host-1", truths[0].total + 1);
+    assert_eq!(
+        parquet_count(&moto, "host-1", &dir.path().join("count")),
+        n1,
+        "Parquet holds what the store holds: no duplicates, no holes"
+    );
+
+    // The object store down for a while: ingest goes on, export catches up.
+    let (app2, env2) = apps.remove(0);
+    drop(app2);
+    let app2 = start(
+        &dir.path().join("host-2"),
+        "host-2",
+        OFF + 20_000_000,
+        &env2,
+    );
+    proxy.set_down(true);
+    let before = manifest("host-2").records_exported;
+    let more = truth(&rec, 0).total;
+    replay_into(&rec, &app2.tcp);
+    let end = Instant::now() + Duration::from_secs(60);
+    while stored(&app2.http) < truths[1].total + more {
+        assert!(
+            Instant::now() < end,
+            "ingest stalled while the object store is down"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        manifest("host-2").records_exported,
+        before,
+        "nothing exported while down"
+    );
+    proxy.set_down(false);
+    let n2 = wait_exported(&app2, "host-2", truths[1].total + more);
+    assert_eq!(n2, truths[1].total + more);
+
+    assert_eq!(
+        parquet_count(&moto, "host-2", &dir.path().join("count")),
+        n2
+    );
+
+    drop(app1);
+    drop(app2);
+}
