@@ -1,4 +1,4 @@
-# Loom: every experiment is a target here or in mk/*.mk; README.md lists them.
+# Loom: every experiment is a target here or in mk/*.mk; docs/reproduce.md lists them.
 #
 #   make demo     the main job: telemetry flows in, exact queries come out
 #   make test     install what is missing, build, run every test

@@ -1,6 +1,6 @@
 """The key numbers of a run next to the published ones, as a Markdown table, and
 which figures have data. Printed at the end of `make evaluate-small` and by
-`make evaluate-summary`; the README's "Reproduce the paper" table has this shape.
+`make evaluate-summary`; the key-numbers table of docs/results.md and docs/reproduce.md has this shape.
 
     python3 figures/keynumbers.py [--logs evaluation-output] [--figures figures/figures]
 

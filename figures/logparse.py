@@ -72,7 +72,7 @@ APP_ABLATION_HEADER = re.compile(r"^\s*Ablation (?P<name>\S+) lookback (?P<lookb
 APP_FINAL_PREFIX = "Final:"
 APP_FINAL = re.compile(r"^\s*Final: records received (?P<received>\d+), dropped (?P<dropped>\d+)\b")
 
-# Endpoints at exit (telemetry/src/cpu.rs; loom-app, influx-app, file-writer-app):
+# Endpoints at exit (crates/telemetry/src/cpu.rs; loom-app, influx-app, file-writer-app):
 #   Endpoint CPU: user U s, sys S s, total T s, records received R, CPU s per M records C|-
 ENDPOINT_CPU_PREFIX = "Endpoint CPU:"
 ENDPOINT_CPU = re.compile(

@@ -2,7 +2,7 @@
 
 Shown only labelled "published", next to measured data, never merged into it.
 No plotting imports: the summary table of scripts/evaluate.py reads this too.
-Sources: ../shared/DESIGN.md ("Published reference numbers") and the issues that
+Sources: docs/design.md ("Published reference numbers") and the issues that
 quote the paper (InfluxDB baseline, Valkey workload, probe effect).
 """
 

@@ -169,7 +169,7 @@ def test_app_latency_malformed(line):
 
 
 def test_app_latency_inside_other_text_ignored():
-    # loom/examples/demo.rs prints `Query Latency (...)` mid-line; not a loom-app line.
+    # crates/loom/examples/demo.rs prints `Query Latency (...)` mid-line; not a loom-app line.
     app, warnings = lp.parse_app_log(["  max latency  12 µs  Query Latency (max): 1.2ms  brute force: ok"])
     assert not app.queries and not warnings
 

@@ -100,7 +100,7 @@ e2e-speed-sweep: e2e-build
 	@test -f $(RECORDING_DIR)/rocksdb-$(IT_PHASE) || { echo "missing $(RECORDING_DIR)/rocksdb-$(IT_PHASE): make gen-rocksdb-$(IT_PHASE) or record-rocksdb-$(IT_PHASE)"; exit 1; }
 	mkdir -p $(EVAL_OUT)
 	@echo "== e2e-speed-sweep rocksdb-$(PHASE) $$(date -u +%FT%TZ)" | tee -a $(EVAL_OUT)/e2e-speed-$(PHASE)
-	BIN=$(CARGO_RELEASE_DIR) TMP_DATA_DIR=$(TMP_DATA_DIR) bash replay/scripts/speed-sweep.sh \
+	BIN=$(CARGO_RELEASE_DIR) TMP_DATA_DIR=$(TMP_DATA_DIR) bash crates/replay/scripts/speed-sweep.sh \
 		$(RECORDING_DIR)/rocksdb-$(IT_PHASE) "$(SPEEDS)" $(SWEEP_SECONDS) rocksdb-$(PHASE) \
 		| tee -a $(EVAL_OUT)/e2e-speed-$(PHASE)
 

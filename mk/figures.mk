@@ -1,4 +1,4 @@
-# Figures (10-16 of DESIGN.md): parse evaluation-output/* into figures/data/*.csv and
+# Figures (10-16 of docs/design.md): parse evaluation-output/* into figures/data/*.csv and
 # draw figures/figures/*.png and .pdf. Included by the root Makefile (-include mk/*.mk).
 #
 #   make figures-deps    venv at figures/.venv with the pinned figures/requirements.txt

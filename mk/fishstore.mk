@@ -16,5 +16,5 @@ $(FISHSTORE_TARGETS):
 	@echo "  and its code cannot be copied in, so the published artifact's FishStore runs cannot be reproduced here." >&2
 	@echo "  FishStore's published numbers (64-core server) appear, labelled 'FishStore, published', in" >&2
 	@echo "  figure 13 (probe effect: -7.5 % RocksDB throughput; figures/plotutil.py PUBLISHED_*) and in" >&2
-	@echo "  the 'Reproduce the paper' table of README.md; the other FishStore results exist only in the paper." >&2
+	@echo "  the 'Reproduce the paper' table of docs/reproduce.md; the other FishStore results exist only in the paper." >&2
 	@exit 2

@@ -2,7 +2,7 @@
 # Included by the root Makefile (include mk/*.mk; its SHELL is bash with pipefail).
 # Needs root: the eBPF probes load into the kernel and the ramdisk is mounted.
 #
-# Recordings of the live workload (phases of DESIGN.md), for e2e replays:
+# Recordings of the live workload (phases of docs/design.md), for e2e replays:
 #   make record-rocksdb-p1 RECORD_DURATION=120   # KV op records only      -> recordings/rocksdb-p1
 #   make record-rocksdb-p2 RECORD_DURATION=120   # + syscalls              -> recordings/rocksdb-p2
 #   make record-rocksdb-p3 RECORD_DURATION=120   # + page cache            -> recordings/rocksdb-p3

@@ -1,5 +1,5 @@
 //! Statement texts over the data model (`kv`, `syscall`, `pagecache`,
-//! `packet`; see DESIGN.md "Data model").
+//! `packet`; see docs/design.md "Data model").
 
 /// Percentile asked by the questions (InfluxQL takes percent).
 pub const PERCENT: f64 = 99.99;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Events shared by the eBPF programs and the Rust loader (probes/src/event.rs
+ * Events shared by the eBPF programs and the Rust loader (crates/probes/src/event.rs
  * mirrors these layouts with #[repr(C)]; keep both in sync).
  * Times are CLOCK_MONOTONIC nanoseconds (bpf_ktime_get_ns).
  */
