@@ -219,7 +219,7 @@ fn parquet_count(moto: &Moto, host: &str, dir: &Path) -> u64 {
     let out = moto.python(&format!(
         "import duckdb\n\
          print(duckdb.sql(\"SELECT count(*) FROM read_parquet('{}/measurement=*/*/*/*/*.parquet', \
-         hive_partitioning = true, union_by_name = true) WHERE host = '{host}'\").fetchone()[0])",
+         hive_partitioning = true, union_by_name = true) WHERE host = '{host}'\").fetchall()[0][0])",
         dir.display()
     ));
     out.trim().parse().expect("count")
