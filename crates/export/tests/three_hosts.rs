@@ -385,6 +385,9 @@ fn three_hosts_export_to_one_bucket_and_fleet_answers_are_exact() {
         OFF + 20_000_000,
         &env2,
     );
+    // The target is checked at start (a bad one stops the app): take it
+    // down only once the exporter runs.
+    app2.wait_for("exporting to ");
     proxy.set_down(true);
     let before = manifest("host-2").records_exported;
     let more = truth(&rec, 0).total;
