@@ -45,14 +45,16 @@ DD_UNITS = {
 # ---------------------------------------------------------------------------
 # loom-app (apps/loom-app/src/main.rs, queries.rs), figures 10-12, 15, 16.
 # Logs: evaluation-output/e2e-mach-app-<query>, ab-mach-<query>-<lookback> (mk/e2e.mk).
-#   Records received: r, dropped: d, total received R dropped D, not stored n, raised m[, more counts]
-# (influx-app: without `not stored`/`raised`; older builds: only `Records received: r, dropped: d`;
+#   Records received: r, dropped: d, total received R dropped D, not stored n, late m[, more counts]
+# (`late`: records refused as older than their source's newest stored one; builds before
+# issue 26 wrote `raised m` there instead. influx-app: without `not stored`/`late`; older
+# builds: only `Records received: r, dropped: d`;
 # loom-app with OTLP appends counts such as `, otlp accepted a ...`)
 APP_RECORDS_PREFIX = "Records received:"
 APP_RECORDS = re.compile(
     r"^\s*Records received: (?P<r>\d+), dropped: (?P<d>\d+)"
     r"(?:, total received (?P<total_r>\d+) dropped (?P<total_d>\d+))?"
-    r"(?:, not stored (?P<not_stored>\d+))?(?:, raised (?P<raised>\d+))?(?:, [^,].*)?\s*$"
+    r"(?:, not stored (?P<not_stored>\d+))?(?:, (?:late|raised) (?P<late>\d+))?(?:, [^,].*)?\s*$"
 )
 #   Query Latency (<name>): <x> ms      (older builds: Rust Debug durations `1.2ms`, `4.5s`)
 APP_LATENCY_PREFIX = "Query Latency"

@@ -99,7 +99,7 @@ def test_app_records_and_final():
         "Records received: 200, dropped: 50, total received 300 dropped 50",
         "Records received: 2x0, dropped: 0, total received 300 dropped 50",
         "Final: records received 400, dropped 60 (15.000 %), ingested 340, batches received 4 dropped 1, "
-        "connections 1 (bad 0), timestamps raised to keep order 0, data time 1.000 s, wall 2.000 s",
+        "connections 1 (bad 0), late refused 0, persists failed 0, data time 1.000 s, wall 2.000 s",
     ]
     app, warnings = lp.parse_app_log(lines, "e2e")
     assert app.intervals == [(100, 0), (200, 50)]
@@ -111,8 +111,8 @@ def test_app_records_and_final():
 def test_app_records_with_appended_counts():
     # loom-app appends counts after the totals; the parsed part is unchanged.
     app, warnings = lp.parse_app_log([
-        "Records received: 100, dropped: 10, total received 100 dropped 10, not stored 0, raised 0",
-        "Records received: 5, dropped: 0, total received 105 dropped 10, not stored 0, raised 2, "
+        "Records received: 100, dropped: 10, total received 100 dropped 10, not stored 0, late 0",
+        "Records received: 5, dropped: 0, total received 105 dropped 10, not stored 0, late 2, "
         "otlp accepted 5 rejected 1 throttled 0",
     ])
     assert app.intervals == [(100, 10), (5, 0)] and not warnings
@@ -120,13 +120,27 @@ def test_app_records_with_appended_counts():
 
 
 def test_app_records_line_of_current_loom_app():
-    # apps/loom-app/src/report.rs: `not stored` (refused by the engine) and `raised` (timestamps
-    # raised to keep order) follow the totals.
+    # apps/loom-app/src/report.rs: `not stored` (refused by the engine) and `late` (refused as
+    # older than their source's newest stored record) follow the totals.
     app, warnings = lp.parse_app_log([
-        "Records received: 1680896, dropped: 5, total received 1680896 dropped 5, not stored 0, raised 12",
-        "Records received: 10, dropped: 0, total received 1680906 dropped 5, not stored 3, raised 0",
+        "Records received: 1680896, dropped: 5, total received 1680896 dropped 5, not stored 0, late 12, "
+        "otlp accepted 0 rejected 0 throttled 0",
+        "Records received: 10, dropped: 0, total received 1680906 dropped 5, not stored 3, late 0, "
+        "otlp accepted 0 rejected 0 throttled 0",
     ])
     assert not warnings and app.intervals == [(1680896, 5), (10, 0)] and app.totals() == (1680906, 5)
+    m = lp.APP_RECORDS.match("Records received: 1, dropped: 0, total received 1 dropped 0, not stored 0, late 7")
+    assert m and m.group("late") == "7"
+
+
+def test_app_records_line_of_builds_before_late():
+    # Logs in evaluation-output/ from builds before issue 26 say `raised m` where `late m` is now.
+    app, warnings = lp.parse_app_log([
+        "Records received: 100, dropped: 10, total received 100 dropped 10, not stored 0, raised 3",
+    ])
+    assert not warnings and app.intervals == [(100, 10)]
+    m = lp.APP_RECORDS.match("Records received: 1, dropped: 0, total received 1 dropped 0, not stored 0, raised 2")
+    assert m and m.group("late") == "2"
 
 
 def test_app_totals_without_final():

@@ -1,5 +1,5 @@
 # Fuzzing on stable Rust: fuzz-smoke drives the body of every cargo-fuzz target
-# (crates/loom/fuzz, crates/telemetry/fuzz, crates/otlp/fuzz; nightly only) with mutated samples from the real
+# (crates/loom/fuzz, crates/telemetry/fuzz, crates/otlp/fuzz, crates/influxql/fuzz; nightly only) with mutated samples from the real
 # encoders. Included by the root Makefile (include mk/*.mk).
 #
 #   make fuzz-smoke [FUZZ_BUDGET_S=5] [FUZZ_MAX_INPUTS=N] [FUZZ_TARGETS=a,b] [FUZZ_SEED=S]

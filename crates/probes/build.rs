@@ -11,7 +11,7 @@ use std::process::Command;
 
 use libbpf_cargo::SkeletonBuilder;
 
-const PROBES: [&str; 3] = ["syscall_latency", "page_cache", "packet"];
+const PROBES: [&str; 4] = ["syscall_latency", "page_cache", "packet", "agent"];
 
 fn main() {
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
@@ -19,6 +19,7 @@ fn main() {
         env::var("LOOM_VMLINUX_BTF").unwrap_or_else(|_| "/sys/kernel/btf/vmlinux".to_string());
     println!("cargo:rerun-if-env-changed=LOOM_VMLINUX_BTF");
     println!("cargo:rerun-if-changed=src/bpf/events.h");
+    println!("cargo:rerun-if-changed=src/bpf/agent_events.h");
 
     let vmlinux = out_dir.join("vmlinux.h");
     let dump = Command::new("bpftool")

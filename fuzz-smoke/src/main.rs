@@ -13,6 +13,7 @@
 //! `fuzz-smoke target=<name> inputs=<n> inputs/s=<x> panics=<p> hangs=<h> slowest_ms=<m> seconds=<s>`
 //! and exits 1 if any target had a panic or a hang.
 
+mod influxql_samples;
 mod mutate;
 mod otlp_samples;
 mod rng;

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
+use crate::influxql_samples;
 use crate::mutate::{self, mutate};
 use crate::otlp_samples;
 use crate::rng::Rng;
@@ -25,15 +26,21 @@ pub enum Format {
     Segments,
     /// `otlp::fuzz::otlp_decode`: OTLP export request bodies.
     Otlp,
+    /// `influxql::fuzz::statement`: InfluxQL query text.
+    InfluxqlStatement,
+    /// `influxql::fuzz::query_request`: whole `/query` requests.
+    InfluxqlQuery,
 }
 
 /// Names as given on the command line, in run order (the cargo-fuzz names).
-pub const ALL: [(&str, Format); 5] = [
+pub const ALL: [(&str, Format); 7] = [
     ("record_decode", Format::Records),
     ("wire_frame", Format::Frames),
     ("recording_file", Format::Recordings),
     ("open_segment", Format::Segments),
     ("otlp_decode", Format::Otlp),
+    ("influxql_statement", Format::InfluxqlStatement),
+    ("influxql_query", Format::InfluxqlQuery),
 ];
 
 /// Finds a target by name.
@@ -61,6 +68,8 @@ impl Target {
             Format::Recordings => samples::recordings(rng, 32)?,
             Format::Segments => samples::segments(rng, 12)?,
             Format::Otlp => otlp_samples::inputs(rng, 64)?,
+            Format::InfluxqlStatement => influxql_samples::statements(rng, 256),
+            Format::InfluxqlQuery => influxql_samples::requests(rng, 256),
         };
         let payloads = samples::payloads(rng, 32)
             .into_iter()
@@ -103,6 +112,17 @@ impl Target {
         let base = &self.samples[rng.below(self.samples.len())];
         let other = &self.samples[rng.below(self.samples.len())];
         out.extend_from_slice(base);
+        if self.is_text() {
+            // Text: the grammar's tokens and repeats now and then, byte
+            // mutations otherwise, and sometimes the sample unchanged.
+            if rng.one_in(2) {
+                influxql_samples::mutate_text(rng, out);
+            }
+            if !rng.one_in(8) {
+                mutate(rng, out, other);
+            }
+            return;
+        }
         mutate(rng, out, other);
         if rng.one_in(4) {
             return;
@@ -116,8 +136,16 @@ impl Target {
                 mutate::reseal_segment(out, block);
             }
             // No checksums: protobuf and JSON are decoded as they are.
-            Format::Otlp => {}
+            Format::Otlp | Format::InfluxqlStatement | Format::InfluxqlQuery => {}
         }
+    }
+
+    /// Whether inputs are text of a grammar (InfluxQL).
+    fn is_text(&self) -> bool {
+        matches!(
+            self.format,
+            Format::InfluxqlStatement | Format::InfluxqlQuery
+        )
     }
 
     /// A valid recording header followed by well-formed, checksummed blocks
@@ -171,6 +199,8 @@ pub fn run_body(format: Format, scratch: &Path, input: &[u8]) -> io::Result<()> 
         Format::Recordings => telemetry::fuzz::recording_file(input),
         Format::Segments => loom::fuzz::open_segment(scratch, input)?,
         Format::Otlp => otlp::fuzz::otlp_decode(input),
+        Format::InfluxqlStatement => influxql::fuzz::statement(input),
+        Format::InfluxqlQuery => influxql::fuzz::query_request(input),
     }
     Ok(())
 }

@@ -9,8 +9,10 @@
 //! its arrival µs), so the point of µs `t` is written at `t·1000 + k` ns where
 //! `k` counts the series' earlier points in that µs. A series never goes back
 //! in time: a record older than its series' newest point is raised to just
-//! after it, as loom-app raises it to the same µs; only the 1001st point of one
-//! µs spills into the next µs (counted in [`Encoder::spilled`]).
+//! after it (InfluxDB would otherwise overwrite or interleave it; loom-app
+//! refuses such a record as late instead, and with arrival times, which the
+//! evaluation uses, neither happens); only the 1001st point of one µs spills
+//! into the next µs (counted in [`Encoder::spilled`]).
 
 use std::collections::HashMap;
 

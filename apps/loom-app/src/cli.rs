@@ -16,7 +16,10 @@ use crate::queries::Query;
     about = "Receive telemetry over TCP and store it in Loom"
 )]
 pub struct Cli {
-    /// Address to listen on.
+    /// Address of the telemetry stream (TCP, wire protocol versions 1 and
+    /// 2). A non-loopback address needs --auth-token-file: senders then
+    /// present the token in their HELLO (version 2); others are closed,
+    /// logged and counted (`auth_refused`).
     #[arg(long, default_value = "127.0.0.1:7878")]
     pub addr: String,
     /// Store directory. An existing store is reopened and appended to.
@@ -56,13 +59,14 @@ pub struct Cli {
     pub event_offset_us: Option<u64>,
     /// With --timestamps event: hold each source's records this many ms of
     /// event time and store them in time order, so interleaved batches of a
-    /// workload's threads keep their exact times. Records later than this
-    /// are stored at their source's newest time and counted as `raised`.
-    /// Held records are released after 1 s without new data. 0 turns the
-    /// stage off. The default 500 ms is sized from live RocksDB P2/P3
-    /// recordings on a 2-core machine (`data-stats` prints a recording's
-    /// disorder): 99.99 % of records arrive within 0.4 s of the newest event
-    /// time, and 500 ms raised 0.0001–0.0002 % of them. The bound is
+    /// workload's threads keep their exact times. A record later than this
+    /// (older than its source's newest stored record) is refused and
+    /// counted as `late`: a record's time is never moved. Held records are
+    /// released after 1 s without new data. 0 turns the stage off. The
+    /// default 500 ms is sized from live RocksDB P2/P3 recordings on a
+    /// 2-core machine (`data-stats` prints a recording's disorder): 99.99 %
+    /// of records arrive within 0.4 s of the newest event time, and 500 ms
+    /// left 0.0001–0.0002 % of them late. The bound is
     /// structural: a KV op or syscall is stamped with its start but sent at
     /// its end, plus up to 10 ms in its worker's batch, plus scheduling
     /// delay of the workload's threads.
@@ -116,7 +120,8 @@ pub struct Cli {
     #[arg(long)]
     pub http: Option<String>,
     /// File holding the token every HTTP request must carry (as the `p`
-    /// parameter, the Basic auth password or `Authorization: Token …`).
+    /// parameter, the Basic auth password or `Authorization: Token …`), and
+    /// every telemetry-stream sender must present in its HELLO.
     #[arg(long)]
     pub auth_token_file: Option<PathBuf>,
     /// Per-query time limit of the HTTP API, ms.
@@ -131,6 +136,12 @@ pub struct Cli {
     /// Queries the HTTP API runs at once.
     #[arg(long, default_value_t = 1)]
     pub http_query_threads: usize,
+    /// Longest InfluxQL query text the HTTP API parses, bytes (longer: 400).
+    #[arg(long, default_value_t = 256 << 10)]
+    pub http_max_query_bytes: usize,
+    /// Most statements in one InfluxQL query (more: 400).
+    #[arg(long, default_value_t = 1000)]
+    pub http_max_statements: usize,
     /// Address of the OTLP/gRPC receiver (traces, logs, metrics), or `off`.
     /// Default 127.0.0.1:4317; when the default port is taken the receiver
     /// is skipped with a warning. A non-loopback address needs
@@ -142,11 +153,12 @@ pub struct Cli {
     /// otherwise as --otlp-grpc.
     #[arg(long)]
     pub otlp_http: Option<String>,
-    /// Most OTLP series (distinct measurement + tag sets) the store takes;
-    /// points of further series are refused in OTLP's partial-success
-    /// response and counted as rejected.
-    #[arg(long, default_value_t = 1000)]
-    pub otlp_max_series: usize,
+    /// Most series (distinct measurement + tag sets) the store holds, one
+    /// limit for every way in (telemetry stream, OTLP): records of further
+    /// series are refused and counted (`series_refused`; OTLP also in its
+    /// partial-success response). `--otlp-max-series` is an alias.
+    #[arg(long, alias = "otlp-max-series", default_value_t = 100_000)]
+    pub max_series: u64,
     /// Largest OTLP request body, bytes (also after decompression).
     #[arg(long, default_value_t = 8 << 20)]
     pub otlp_max_body_bytes: usize,
@@ -157,10 +169,23 @@ pub struct Cli {
     /// Hold OTLP items this many ms of their own time and store each series
     /// in time order (spans are exported when they end, so their start
     /// times arrive out of order by up to the longest span plus the export
-    /// interval). Later items are stored at their series' newest time and
-    /// counted as `raised`. 0 turns the stage off.
+    /// interval). An item later than that (older than its series' newest
+    /// stored item) is refused in the partial-success answer and counted
+    /// as `late`. 0 turns the stage off.
     #[arg(long, default_value_t = 5000)]
     pub otlp_reorder_window_ms: u64,
+    /// When OTLP requests are answered with success: `durable` once every
+    /// item taken from the request is in the fsynced intake log
+    /// (`<store>/otlp-intake/`; survives a crash), `queued` once the items
+    /// are queued for ingest (a crash loses what the reorder window holds
+    /// and the last --persist-interval-ms).
+    #[arg(long, value_enum, default_value_t = crate::otlp_ingest::AckMode::Durable)]
+    pub otlp_ack: crate::otlp_ingest::AckMode,
+    /// With --otlp-ack durable: longest wait for a request's items to be
+    /// durable, ms, before it is answered "retry later" (gRPC UNAVAILABLE,
+    /// HTTP 503); below the exporters' own timeout (10 s by default).
+    #[arg(long, default_value_t = 5000)]
+    pub otlp_ack_timeout_ms: u64,
     /// Threads serving OTLP requests (decoding and converting them).
     #[arg(long, default_value_t = 2)]
     pub otlp_threads: usize,
@@ -213,9 +238,10 @@ impl Cli {
             "--http-query-threads must be positive"
         );
         anyhow::ensure!(
-            self.otlp_max_series > 0,
-            "--otlp-max-series must be positive"
+            self.http_max_query_bytes > 0 && self.http_max_statements > 0,
+            "--http-max-query-bytes and --http-max-statements must be positive"
         );
+        anyhow::ensure!(self.max_series > 0, "--max-series must be positive");
         anyhow::ensure!(
             self.otlp_max_body_bytes > 0,
             "--otlp-max-body-bytes must be positive"
@@ -225,6 +251,10 @@ impl Cli {
             "--otlp-read-timeout-ms must be positive"
         );
         anyhow::ensure!(self.otlp_threads > 0, "--otlp-threads must be positive");
+        anyhow::ensure!(
+            self.otlp_ack_timeout_ms > 0,
+            "--otlp-ack-timeout-ms must be positive"
+        );
         Ok(())
     }
 }

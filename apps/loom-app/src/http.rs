@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use influxql::http::{serve, HttpConfig, ServerHandle};
+use influxql::parse::TextLimits;
 use loom::Reader;
 
 use crate::cli::Cli;
@@ -55,6 +56,10 @@ pub fn start(cli: &Cli, reader: Reader) -> anyhow::Result<Option<ServerHandle>> 
         max_rows: cli.http_max_rows,
         max_body_bytes: cli.http_max_body_bytes,
         query_threads: cli.http_query_threads,
+        text_limits: TextLimits {
+            max_bytes: cli.http_max_query_bytes,
+            max_statements: cli.http_max_statements,
+        },
         ..HttpConfig::default()
     };
     let server = serve(listener, reader, cfg).context("starting the HTTP API")?;

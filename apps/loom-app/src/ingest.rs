@@ -2,19 +2,27 @@
 //! by its data-model schema on first sight, maps record times onto the
 //! epoch, pushes every record, publishes to readers every few ms and makes
 //! data durable every persist interval.
+//!
+//! A record's time is its own: a record older than its source's newest
+//! stored record (it came later than the reorder window allows) is refused
+//! and counted as `late`, never stored at another time. OTLP records are
+//! also appended to the intake log (see `intake_log`) so that their
+//! requests can be answered once durable.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
-use endpoint::{BufferPool, Frames};
+use endpoint::{BufferPool, Frames, SeriesContext};
 use loom::{SourceHandle, SourceId, SourceSchema, Writer};
+use rustc_hash::FxHashMap;
 use telemetry::raw::{self, SourceKey};
 
 use crate::counters::Counters;
+use crate::intake_log::{FileNo, IntakeLog, COMMIT_BYTES};
 use crate::otlp_ingest::OtlpStage;
-use crate::receive::Msg;
+use crate::receive::{Msg, Taken};
 use crate::reorder::{Reorder, Timed, WireRecord};
 use crate::source_table::SourceTable;
 use crate::sources::schema_of;
@@ -22,7 +30,9 @@ use crate::sources::schema_of;
 /// Which timestamp records are stored under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum TimestampMode {
-    /// Arrival time of the batch at this app: wall clock, µs since the Unix epoch.
+    /// Arrival time of the batch at this app: wall clock, µs since the Unix
+    /// epoch, as the ingest thread takes it (never earlier than the batch
+    /// it took before).
     Arrival,
     /// The record's own timestamp (start time for KV ops and syscalls) plus
     /// a fixed offset onto the epoch.
@@ -36,6 +46,9 @@ const REORDER_IDLE_RELEASE: Duration = Duration::from_secs(1);
 const IDLE_WAIT: Duration = Duration::from_millis(20);
 /// Least time between two publishes when the queue runs empty.
 const MIN_SYNC_GAP: Duration = Duration::from_millis(1);
+/// Longest time an intake-log commit waits for more requests while the
+/// queue stays busy (acknowledgement latency under TCP load).
+const MAX_COMMIT_DELAY: Duration = Duration::from_millis(2);
 
 /// Ingest settings.
 pub struct IngestConfig {
@@ -83,10 +96,16 @@ impl Source {
         Source { handle, last_ts }
     }
 
-    /// Pushes one record at `ts`, raised to the source's newest time when
-    /// older (a record that came after its time was released), and counts
-    /// it into `t`; a refused record is counted and its error returned for
-    /// the caller to report.
+    /// The newest time stored (0: none).
+    #[inline]
+    pub fn last_ts(&self) -> u64 {
+        self.last_ts
+    }
+
+    /// Pushes one record at `ts` and counts it into `t`. A record older
+    /// than the source's newest (it came after its time was released) is
+    /// refused and counted as late; one the engine refuses is counted and
+    /// its error returned for the caller to report.
     #[inline]
     pub fn push(
         &mut self,
@@ -95,10 +114,9 @@ impl Source {
         bytes: &[u8],
         t: &mut Tally,
     ) -> Result<(), loom::Error> {
-        let mut ts = ts;
         if ts < self.last_ts {
-            ts = self.last_ts;
-            t.clamped += 1;
+            t.late += 1;
+            return Ok(());
         }
         match w.push(self.handle, ts, bytes) {
             Ok(_) => {
@@ -156,7 +174,8 @@ impl StorageHealth {
 #[derive(Default)]
 pub struct Tally {
     pub(crate) ingested: u64,
-    pub(crate) clamped: u64,
+    /// Refused: older than their source's newest stored record.
+    pub(crate) late: u64,
     pub(crate) refused: u64,
     pub(crate) skipped: u64,
     pub(crate) newest: u64,
@@ -176,6 +195,14 @@ pub struct Ingest {
     reorder: Option<Reorder<WireRecord>>,
     ready: Vec<Timed<WireRecord>>,
     otlp: OtlpStage,
+    /// Arrival mode: the newest arrival time given (arrival times never go back).
+    arrival_clock: u64,
+    /// Durable OTLP acknowledgements: the log OTLP records go to first.
+    intake: Option<IntakeLog>,
+    /// When the oldest uncommitted intake-log record was appended.
+    intake_since: Option<Instant>,
+    /// Slots of tagged sources (version-2 senders) by (tag set, source key).
+    tagged: FxHashMap<(u64, SourceKey), usize>,
 }
 
 impl Ingest {
@@ -186,14 +213,13 @@ impl Ingest {
         cfg: IngestConfig,
         otlp: OtlpStage,
     ) -> Self {
-        let reorder_us = match cfg.timestamps {
-            TimestampMode::Event => cfg.reorder_window_us,
-            TimestampMode::Arrival => 0,
-        };
+        // Senders whose records carry wall-clock times (version 2) are
+        // stored at those times in either mode, so the stage exists
+        // whenever a window is set; arrival-time records bypass it.
+        let reorder_us = cfg.reorder_window_us;
         Ingest {
             writer,
             counters,
-            cfg,
             sources: SourceTable::default(),
             offset: None,
             first_stored: None,
@@ -202,6 +228,11 @@ impl Ingest {
             reorder: (reorder_us > 0).then(|| Reorder::new(reorder_us)),
             ready: Vec::new(),
             otlp,
+            arrival_clock: cfg.resume_after_us,
+            intake: None,
+            intake_since: None,
+            cfg,
+            tagged: FxHashMap::default(),
         }
     }
 
@@ -209,6 +240,18 @@ impl Ingest {
     /// logged) when the engine refuses it.
     #[cold]
     fn declare(&mut self, id: u64, key: Option<SourceKey>, schema: SourceSchema) -> Option<usize> {
+        // A source the store holds was counted at start; a new one takes
+        // room under the one series limit or is refused (counted).
+        if self.writer.handle_of(SourceId(id)).is_none() && !self.counters.series.try_take() {
+            if self.counters.series.refused() <= 10 {
+                log::warn!(
+                    "series {} refused: the limit of {} series is reached (--max-series)",
+                    crate::sources::describe(&schema),
+                    self.counters.series.max()
+                );
+            }
+            return None;
+        }
         match self.writer.declare(SourceId(id), schema) {
             Ok(handle) => {
                 log::info!(
@@ -253,54 +296,131 @@ impl Ingest {
         }
     }
 
-    /// Takes one group of frames: event mode with a reorder window holds its
-    /// records until their time is released; everything else is pushed
-    /// straight from the wire bytes.
-    fn frames(&mut self, f: &Frames) {
-        if let Some((kind, body)) = f.records().next() {
-            self.anchor(raw::event_time(kind, body));
+    /// The slot of source `key` under the tags of `ctx`, declared on first
+    /// sight.
+    fn tagged_slot(&mut self, ctx: &SeriesContext, key: SourceKey) -> Option<usize> {
+        if let Some(&i) = self.tagged.get(&(ctx.key, key)) {
+            return Some(i);
         }
-        let offset = self.offset.unwrap_or(0);
+        let id = ctx.source_id(&key.tag());
+        let i = match self.sources.lookup_id(id) {
+            Some(i) => i,
+            None => self.declare(id, None, schema_of(&ctx.series(key.series())))?,
+        };
+        self.tagged.insert((ctx.key, key), i);
+        Some(i)
+    }
+
+    /// Takes one group of frames, run by run of series context: records
+    /// of untagged runs go by the app's timestamp mode; tagged runs
+    /// (version-2 senders) get their tags, and their own times when the
+    /// sender stamps wall-clock time. Event times go through the reorder
+    /// stage when it is on; everything else is pushed straight from the
+    /// wire bytes.
+    fn frames(&mut self, f: &Frames) {
         let mut t = Tally::default();
-        match (self.cfg.timestamps, self.reorder.is_some()) {
-            (TimestampMode::Arrival, _) => {
-                for (kind, body) in f.records() {
-                    match self.slot_of(SourceKey::of(kind, body)) {
-                        Some(i) => self.push(i, f.arrival_us, body, &mut t),
-                        None => t.skipped += 1,
-                    }
-                }
+        let mut records = f.records();
+        let mut held = false;
+        for run in f.runs() {
+            let part = records.by_ref().take(run.records as usize);
+            match run.context {
+                None => held |= self.untagged(f.arrival_us, part, &mut t),
+                Some(ctx) => held |= self.tagged(&ctx, f.arrival_us, part, &mut t),
             }
-            (TimestampMode::Event, false) => {
-                for (kind, body) in f.records() {
-                    let ts = raw::event_time(kind, body).saturating_add(offset);
-                    match self.slot_of(SourceKey::of(kind, body)) {
-                        Some(i) => self.push(i, ts, body, &mut t),
-                        None => t.skipped += 1,
-                    }
-                }
+        }
+        if held {
+            let mut ready = std::mem::take(&mut self.ready);
+            if let Some(stage) = self.reorder.as_mut() {
+                stage.release(&mut ready);
             }
-            (TimestampMode::Event, true) => {
-                for (kind, body) in f.records() {
-                    let ts = raw::event_time(kind, body).saturating_add(offset);
-                    match (
-                        self.slot_of(SourceKey::of(kind, body)),
-                        self.reorder.as_mut(),
-                    ) {
-                        (Some(i), Some(stage)) => stage.add(ts, WireRecord::new(i, kind, body)),
-                        _ => t.skipped += 1,
-                    }
-                }
-                let mut ready = std::mem::take(&mut self.ready);
-                if let Some(stage) = self.reorder.as_mut() {
-                    stage.release(&mut ready);
-                }
-                self.store_all(&ready, &mut t);
-                ready.clear();
-                self.ready = ready;
-            }
+            self.store_all(&ready, &mut t);
+            ready.clear();
+            self.ready = ready;
         }
         self.account(t);
+    }
+
+    /// Records without added tags; true when some went to the reorder stage.
+    fn untagged<'a>(
+        &mut self,
+        arrival_us: u64,
+        mut part: impl Iterator<Item = (telemetry::Kind, &'a [u8])>,
+        t: &mut Tally,
+    ) -> bool {
+        let Some(first) = part.next() else {
+            return false;
+        };
+        self.anchor(raw::event_time(first.0, first.1));
+        let offset = self.offset.unwrap_or(0);
+        let event = self.cfg.timestamps == TimestampMode::Event;
+        for (kind, body) in std::iter::once(first).chain(part) {
+            let Some(i) = self.slot_of(SourceKey::of(kind, body)) else {
+                t.skipped += 1;
+                continue;
+            };
+            if event {
+                let ts = raw::event_time(kind, body).saturating_add(offset);
+                self.place(i, ts, kind, body, t);
+            } else {
+                let arrival = self.arrival(arrival_us);
+                self.push(i, arrival, body, t);
+            }
+        }
+        event && self.reorder.is_some()
+    }
+
+    /// Arrival mode's stamp: receivers stamp their groups on their own
+    /// threads and the ingest thread takes them in order, so an earlier
+    /// stamp behind a later one means it arrived at the same moment
+    /// (arrival times never go back).
+    #[inline]
+    fn arrival(&mut self, arrival_us: u64) -> u64 {
+        let arrival = arrival_us.max(self.arrival_clock);
+        self.arrival_clock = arrival;
+        arrival
+    }
+
+    /// Records of one series context; true when some went to the reorder stage.
+    fn tagged<'a>(
+        &mut self,
+        ctx: &SeriesContext,
+        arrival_us: u64,
+        part: impl Iterator<Item = (telemetry::Kind, &'a [u8])>,
+        t: &mut Tally,
+    ) -> bool {
+        let event = ctx.wall_clock || self.cfg.timestamps == TimestampMode::Event;
+        for (kind, body) in part {
+            let Some(i) = self.tagged_slot(ctx, SourceKey::of(kind, body)) else {
+                t.skipped += 1;
+                continue;
+            };
+            if ctx.wall_clock {
+                self.place(i, raw::event_time(kind, body), kind, body, t);
+            } else if event {
+                self.anchor(raw::event_time(kind, body));
+                let ts = raw::event_time(kind, body).saturating_add(self.offset.unwrap_or(0));
+                self.place(i, ts, kind, body, t);
+            } else {
+                let arrival = self.arrival(arrival_us);
+                self.push(i, arrival, body, t);
+            }
+        }
+        event && self.reorder.is_some()
+    }
+
+    /// A record at its event time: into the reorder stage when it is on,
+    /// else pushed.
+    #[inline]
+    fn place(&mut self, slot: usize, ts: u64, kind: telemetry::Kind, body: &[u8], t: &mut Tally) {
+        // Late now means late at release too: refuse it here.
+        if self.reorder.is_some() && self.sources.get_mut(slot).is_some_and(|s| ts < s.last_ts()) {
+            t.late += 1;
+            return;
+        }
+        match self.reorder.as_mut() {
+            Some(stage) => stage.add(ts, WireRecord::new(slot, kind, body)),
+            None => self.push(slot, ts, body, t),
+        }
     }
 
     /// Stores records released by the reorder stage.
@@ -319,8 +439,51 @@ impl Ingest {
             self.store_all(&ready, &mut t);
             self.account(t);
         }
-        let t = self.otlp.flush(&mut self.writer);
+        let t = self.otlp.flush(&mut self.writer, self.intake.as_mut());
         self.account(t);
+    }
+
+    /// Takes one OTLP request's records: refuses late ones, logs the rest
+    /// in the intake log (when acknowledgements are durable), holds or
+    /// stores them; what the request's answer needs to know.
+    fn otlp(&mut self, records: Vec<otlp::Shaped>) -> Taken {
+        let mut t = Tally::default();
+        let records = self.otlp.admit(&mut self.writer, records, &mut t);
+        let (file, position): (FileNo, Option<u64>) = match self.intake.as_mut() {
+            Some(log) if !records.is_empty() => {
+                self.intake_since.get_or_insert_with(Instant::now);
+                let (f, p) = log.append(&records);
+                (f, Some(p))
+            }
+            _ => (0, None),
+        };
+        self.otlp.add(
+            &mut self.writer,
+            records,
+            file,
+            &mut t,
+            self.intake.as_mut(),
+        );
+        let taken = Taken {
+            position,
+            late: t.late,
+            not_stored: t.skipped + t.refused,
+        };
+        self.account(t);
+        taken
+    }
+
+    /// Sends the intake log's pending commit to disk when the queue has
+    /// run empty, or it is large or has waited long enough.
+    fn commit_intake(&mut self, queue_empty: bool) {
+        let (Some(log), Some(since)) = (self.intake.as_mut(), self.intake_since) else {
+            return;
+        };
+        if queue_empty || log.pending_bytes() >= COMMIT_BYTES || since.elapsed() >= MAX_COMMIT_DELAY
+        {
+            log.commit();
+            self.intake_since = None;
+        }
     }
 
     /// Records held by the reorder stages.
@@ -354,7 +517,7 @@ impl Ingest {
         }
         let c = &self.counters;
         c.records_ingested.fetch_add(t.ingested, Ordering::Relaxed);
-        c.records_clamped.fetch_add(t.clamped, Ordering::Relaxed);
+        c.records_late.fetch_add(t.late, Ordering::Relaxed);
         c.records_refused.fetch_add(t.refused, Ordering::Relaxed);
         c.recv
             .records_skipped
@@ -369,30 +532,58 @@ impl Ingest {
         }
     }
 
+    /// Makes everything pushed durable; then the intake-log files whose
+    /// records were all pushed before are deleted.
     fn persist(&mut self) {
-        if let Err(e) = self.writer.persist() {
-            self.counters
-                .persist_failures
-                .fetch_add(1, Ordering::Relaxed);
-            match e {
-                loom::Error::StorageFailing(why) => self.health.refused(&why),
-                e => log::error!("persist failed: {e}"),
+        let stored = self.intake.as_mut().map(|l| l.stored_files());
+        match self.writer.persist() {
+            Ok(()) => {
+                if let (Some(log), Some(files)) = (self.intake.as_mut(), stored) {
+                    log.delete(files);
+                }
+            }
+            Err(e) => {
+                self.counters
+                    .persist_failures
+                    .fetch_add(1, Ordering::Relaxed);
+                match e {
+                    loom::Error::StorageFailing(why) => self.health.refused(&why),
+                    e => log::error!("persist failed: {e}"),
+                }
             }
         }
     }
 }
 
+/// What an earlier run left in the intake log, oldest first, with the file
+/// holding each record.
+pub type Leftover = Vec<(FileNo, otlp::Shaped)>;
+
 /// Runs until shutdown, the connection limit or the cut-off; persists before
-/// it returns the writer. OTLP records go through `otlp`, their own stage.
+/// it returns the writer. OTLP records go through `otlp`, their own stage,
+/// and, with durable acknowledgements, through `intake` first (whose
+/// leftover records from an earlier run are stored again first).
 pub fn run(
     writer: Writer,
     rx: Receiver<Msg>,
     pool: BufferPool,
     counters: Arc<Counters>,
     shutdown: Arc<AtomicBool>,
-    (cfg, otlp): (IngestConfig, OtlpStage),
+    (cfg, otlp, intake): (IngestConfig, OtlpStage, Option<(IntakeLog, Leftover)>),
 ) -> (Writer, IngestEnd) {
     let mut ing = Ingest::new(writer, Arc::clone(&counters), cfg, otlp);
+    if let Some((mut log, left)) = intake {
+        if !left.is_empty() {
+            let n = left.len();
+            let (taken, t) = ing.otlp.replay(&mut ing.writer, left, &mut log);
+            ing.account(t);
+            println!(
+                "intake log: {n} OTLP records from before a crash, {taken} not stored yet and taken again, {} stored already",
+                n as u64 - taken
+            );
+        }
+        ing.intake = Some(log);
+    }
     let mut ended = 0u64;
     let mut last_batch = Instant::now();
     let mut last_sync = Instant::now();
@@ -420,10 +611,13 @@ pub fn run(
                     }
                 }
             }
-            Ok(Msg::Otlp(records)) => {
+            Ok(Msg::Otlp(records, answer)) => {
                 last_batch = Instant::now();
-                let t = ing.otlp.take(&mut ing.writer, records);
-                ing.account(t);
+                let taken = ing.otlp(records);
+                if let Some(a) = answer {
+                    // A handler that gave up meanwhile drops its end: fine.
+                    let _ = a.send(taken);
+                }
                 dirty = true;
             }
             Ok(Msg::ConnectionEnded) => {
@@ -443,6 +637,7 @@ pub fn run(
             }
             Err(RecvTimeoutError::Disconnected) => break IngestEnd::Shutdown,
         }
+        ing.commit_intake(rx.is_empty());
         if last_persist.elapsed() >= ing.cfg.persist_interval {
             ing.persist();
             last_persist = Instant::now();
@@ -466,12 +661,19 @@ pub fn run(
     for msg in rx.try_iter() {
         let n = match msg {
             Msg::Frames(f) => f.records,
-            Msg::Otlp(records) => records.len() as u64,
+            Msg::Otlp(records, _) => records.len() as u64,
             Msg::ConnectionEnded => 0,
         };
         endpoint::Counters::add(&counters.recv.records_skipped, n);
     }
+    if let Some(log) = ing.intake.as_mut() {
+        log.commit();
+    }
     ing.persist();
+    // Every commit written (acknowledged) before the writer goes.
+    if let Some(mut log) = ing.intake.take() {
+        log.close();
+    }
     if ing.errors > 0 {
         log::warn!("{} records could not be stored", ing.errors);
     }
@@ -495,9 +697,40 @@ mod tests {
         }
     }
 
-    /// Wire-form frames land in their record's source; a frame that
-    /// arrives stamped earlier than the source's newest record is raised
-    /// to it and counted.
+    /// A framed KV read starting at `start_us`.
+    fn kv_read(start_us: u64) -> Vec<u8> {
+        let mut payload = vec![telemetry::Kind::KvOp as u8];
+        telemetry::Record::KvOp(telemetry::KvOp {
+            thread_id: 1,
+            op: telemetry::KvOpKind::Read,
+            start_us,
+            duration_us: 9,
+        })
+        .encode_into(&mut payload);
+        payload
+    }
+
+    /// Every record stored of source `id`: (time, start_us field).
+    fn stored(reader: &loom::Reader, id: SourceId) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        reader
+            .scan(id, 0, u64::MAX, |ts, bytes| {
+                let start = telemetry::Record::decode(telemetry::Kind::KvOp, bytes)
+                    .map(|r| match r {
+                        telemetry::Record::KvOp(k) => k.start_us,
+                        _ => u64::MAX,
+                    })
+                    .unwrap_or(u64::MAX);
+                out.push((ts, start));
+            })
+            .unwrap();
+        out.sort_unstable();
+        out
+    }
+
+    /// Arrival mode: wire-form frames land in their record's source; a
+    /// group stamped earlier than the one taken before it arrived at the
+    /// same moment, and nothing is late.
     #[test]
     fn framed_records_are_pushed_in_order_per_source() {
         let dir = tempfile::tempdir().unwrap();
@@ -506,24 +739,58 @@ mod tests {
         let otlp = OtlpStage::new(Arc::new(otlp::Registry::new(16, [])), 0);
         let mut ing = Ingest::new(writer, counters.clone(), config(), otlp);
         let read = SourceKey::Kv(false);
-        let mut payload = vec![telemetry::Kind::KvOp as u8];
-        telemetry::Record::KvOp(telemetry::KvOp {
-            thread_id: 1,
-            op: telemetry::KvOpKind::Read,
-            start_us: 5,
-            duration_us: 9,
-        })
-        .encode_into(&mut payload);
         for arrival in [100, 90, 200] {
-            ing.frames(&Frames::new(arrival, payload.clone(), 1, 1));
+            ing.frames(&Frames::new(arrival, kv_read(5), 1, 1));
         }
         ing.writer.sync();
-        let snap = reader.snapshot();
-        assert_eq!(snap.sources(), vec![SourceId(read.id())]);
-        assert_eq!(snap.retained_count(SourceId(read.id())), 3);
-        assert_eq!(snap.time_span(SourceId(read.id())), Some((100, 200)));
+        let id = SourceId(read.id());
+        assert_eq!(reader.snapshot().sources(), vec![id]);
+        assert_eq!(stored(&reader, id), vec![(100, 5), (100, 5), (200, 5)]);
         assert_eq!(Counters::get(&counters.records_ingested), 3);
-        assert_eq!(Counters::get(&counters.records_clamped), 1);
+        assert_eq!(Counters::get(&counters.records_late), 0);
+    }
+
+    /// Event mode: a record older than its source's newest stored record is
+    /// refused and counted as late, with and without the reorder window;
+    /// every stored record sits at its own time.
+    #[test]
+    fn late_records_are_refused_never_moved() {
+        for window_us in [0, 1_000] {
+            let dir = tempfile::tempdir().unwrap();
+            let (writer, reader) = loom::open(dir.path(), loom::Config::default()).unwrap();
+            let counters = Arc::new(Counters::default());
+            let otlp = OtlpStage::new(Arc::new(otlp::Registry::new(16, [])), 0);
+            let cfg = IngestConfig {
+                timestamps: TimestampMode::Event,
+                event_offset_us: Some(0),
+                reorder_window_us: window_us,
+                ..config()
+            };
+            let mut ing = Ingest::new(writer, counters.clone(), cfg, otlp);
+            // 10_000 and 10_500 are within the window of each other; 20_000
+            // releases both; 9_000 then comes later than the window allows.
+            for start in [10_500, 10_000, 20_000, 9_000, 20_000] {
+                ing.frames(&Frames::new(0, kv_read(start), 1, 1));
+            }
+            ing.flush_reorder();
+            ing.writer.sync();
+            let id = SourceId(SourceKey::Kv(false).id());
+            let got = stored(&reader, id);
+            assert!(got.iter().all(|(ts, start)| ts == start), "{got:?}");
+            let want: Vec<u64> = if window_us == 0 {
+                vec![10_500, 20_000, 20_000]
+            } else {
+                vec![10_000, 10_500, 20_000, 20_000]
+            };
+            assert_eq!(got.iter().map(|x| x.0).collect::<Vec<_>>(), want);
+            let late = 5 - want.len() as u64;
+            assert_eq!(
+                Counters::get(&counters.records_late),
+                late,
+                "window {window_us}"
+            );
+            assert_eq!(Counters::get(&counters.records_ingested), want.len() as u64);
+        }
     }
 
     #[test]

@@ -10,9 +10,12 @@
 //!
 //! Output (stable, parsed by `figures/`):
 //! - every `--report-interval-s`: `Records received: r, dropped: d, total
-//!   received R dropped D, not stored n, raised m` (`r`/`d`/`n`/`m` during the
-//!   interval; received counts every record of a valid frame, dropped the
-//!   part discarded on a full queue, not stored what the engine refused);
+//!   received R dropped D, not stored n, late m, otlp ...` (`r`/`d`/`n`/`m`
+//!   during the interval; received counts every record of a valid frame and
+//!   every OTLP item, dropped the part discarded on a full queue, not stored
+//!   what the engine refused, late the records refused because they were
+//!   older than their source's newest stored record: a record's time is
+//!   never moved);
 //! - per query: its answer, then `Query Latency (<name>): <ms> ms`;
 //! - with `--machine-output`, also `ANSWER query=<name> t0=<µs> t1=<µs> <key=value...>`;
 //! - at exit: `Final: ...` summary, then `Endpoint CPU: ...` (telemetry::cpu).
@@ -28,6 +31,7 @@ mod counters;
 mod exporting;
 mod http;
 mod ingest;
+mod intake_log;
 mod otlp_ingest;
 mod queries;
 mod receive;
@@ -63,6 +67,21 @@ fn spawn<F: FnOnce() + Send + 'static>(name: &str, f: F) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Refuses a telemetry-stream address that other hosts can reach unless a
+/// token guards it.
+fn stream_addr_allowed(addr: &str, token: bool) -> anyhow::Result<()> {
+    use std::net::ToSocketAddrs;
+    let addrs: Vec<_> = addr
+        .to_socket_addrs()
+        .with_context(|| format!("--addr {addr}"))?
+        .collect();
+    anyhow::ensure!(
+        token || addrs.iter().all(|a| a.ip().is_loopback()),
+        "--addr {addr}: a non-loopback address needs --auth-token-file (senders present the token in their HELLO)"
+    );
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let cli = Cli::parse();
@@ -79,6 +98,8 @@ fn main() -> anyhow::Result<()> {
         .filter_map(|id| reader.latest_timestamp(id))
         .max()
         .unwrap_or(0);
+    let token = http::auth_token(&cli)?;
+    stream_addr_allowed(&cli.addr, token.is_some())?;
     let listener =
         TcpListener::bind(&cli.addr).with_context(|| format!("listening on {}", cli.addr))?;
     println!(
@@ -95,7 +116,11 @@ fn main() -> anyhow::Result<()> {
     let http_server = http::start(&cli, reader.clone())?;
     let exporting = exporting::start(&cli, reader.clone())?;
     let start = Instant::now();
-    let counters = Arc::new(Counters::default());
+    let series = Arc::new(endpoint::SeriesLimit::new(cli.max_series));
+    let counters = Arc::new(Counters {
+        series: series.clone(),
+        ..Counters::default()
+    });
     let shutdown = Arc::new(AtomicBool::new(false));
     let finished = Arc::new(AtomicBool::new(false));
     {
@@ -106,14 +131,18 @@ fn main() -> anyhow::Result<()> {
     let (tx, rx) = crossbeam_channel::bounded::<receive::Msg>(cli.queue_capacity);
     let recv_cfg = endpoint::ReceiveConfig {
         max_queued_bytes: cli.queue_max_bytes,
+        auth_token: token.clone(),
+        receiver_name: format!("loom-app {}", env!("CARGO_PKG_VERSION")),
         ..endpoint::ReceiveConfig::new(cli.max_payload_bytes)
     };
     // Enough idle buffers for every receiver's next group while ingest keeps up.
     let pool = endpoint::BufferPool::new(RECYCLED_BUFFERS, recv_cfg.group_bytes + (64 << 10));
     let snap = reader.snapshot();
-    let registry = Arc::new(otlp::Registry::new(
-        cli.otlp_max_series,
-        snap.schemas().into_iter().map(|(id, s)| (id.0, s)),
+    let schemas = snap.schemas();
+    series.count_existing(schemas.len() as u64);
+    let registry = Arc::new(otlp::Registry::with_limit(
+        series.clone(),
+        schemas.into_iter().map(|(id, s)| (id.0, s)),
     ));
     drop(snap);
     let otlp_stage = otlp_ingest::OtlpStage::new(
@@ -121,6 +150,16 @@ fn main() -> anyhow::Result<()> {
         cli.otlp_reorder_window_ms.saturating_mul(1000),
     );
     let token = http::auth_token(&cli)?;
+    let mark = Arc::new(endpoint::DurableMark::new());
+    // The intake log is opened before the servers: what an earlier run
+    // acknowledged and did not store yet is stored first.
+    let intake_log = match cli.otlp_ack {
+        otlp_ingest::AckMode::Durable => Some(
+            intake_log::IntakeLog::open(&dir.join("otlp-intake"), mark.clone())
+                .context("opening the OTLP intake log")?,
+        ),
+        otlp_ingest::AckMode::Queued => None,
+    };
     let intake = Arc::new(otlp_ingest::Intake::new(
         registry,
         otlp::Config {
@@ -134,6 +173,11 @@ fn main() -> anyhow::Result<()> {
             cli.otlp_max_body_bytes,
             Duration::from_millis(cli.otlp_read_timeout_ms),
         ),
+        otlp_ingest::Acks {
+            mode: cli.otlp_ack,
+            timeout: Duration::from_millis(cli.otlp_ack_timeout_ms),
+            mark,
+        },
     ));
     let otlp_servers = otlp_ingest::start(&cli, intake, token.as_deref())?;
     {
@@ -180,7 +224,16 @@ fn main() -> anyhow::Result<()> {
         };
         std::thread::Builder::new()
             .name("ingest".into())
-            .spawn(move || ingest::run(writer, rx, pool, counters, shutdown, (cfg, otlp_stage)))
+            .spawn(move || {
+                ingest::run(
+                    writer,
+                    rx,
+                    pool,
+                    counters,
+                    shutdown,
+                    (cfg, otlp_stage, intake_log),
+                )
+            })
             .context("starting the ingest thread")?
     };
     {
@@ -240,7 +293,7 @@ fn main() -> anyhow::Result<()> {
     let received = Counters::get(&c.recv.records_received);
     let dropped = Counters::get(&c.recv.records_dropped);
     println!(
-        "Final: records received {received}, dropped {dropped} ({:.3} %), ingested {}, not stored {}, not ingested after ingest stopped {}, batches received {} dropped {}, connections {} (bad {}), timestamps raised to keep order {}, persists failed {}, data time {:.3} s, wall {:.3} s",
+        "Final: records received {received}, dropped {dropped} ({:.3} %), ingested {}, not stored {}, not ingested after ingest stopped {}, batches received {} dropped {}, connections {} (bad {}, refused for their token {}), series {} of at most {} (refused {}), late refused {}, persists failed {}, data time {:.3} s, wall {:.3} s",
         if received > 0 { dropped as f64 * 100.0 / received as f64 } else { 0.0 },
         Counters::get(&c.records_ingested),
         Counters::get(&c.records_refused),
@@ -249,25 +302,32 @@ fn main() -> anyhow::Result<()> {
         Counters::get(&c.recv.batches_dropped),
         Counters::get(&c.recv.connections),
         Counters::get(&c.recv.bad_connections),
-        Counters::get(&c.records_clamped),
+        Counters::get(&c.recv.auth_refused),
+        c.series.used(),
+        c.series.max(),
+        c.series.refused(),
+        Counters::get(&c.records_late),
         Counters::get(&c.persist_failures),
         now.saturating_sub(first) as f64 / 1e6,
         start.elapsed().as_secs_f64()
     );
     println!(
-        "Final OTLP: requests {}, items accepted {}, rejected {} (partial success), requests throttled {} (retry later), bad requests {}",
+        "Final OTLP: requests {}, items accepted {}, rejected {} (partial success), requests throttled {} (retry later), bad requests {}, acknowledged {}",
         Counters::get(&c.otlp_requests),
         Counters::get(&c.otlp_accepted),
         Counters::get(&c.otlp_rejected),
         Counters::get(&c.otlp_throttled),
         Counters::get(&c.otlp_bad_requests),
+        format!("{:?}", cli.otlp_ack).to_lowercase(),
     );
     if cli.machine_output {
         println!(
-            "STATS received={received} dropped={dropped} ingested={} not_stored={} bad_connections={}",
+            "STATS received={received} dropped={dropped} ingested={} not_stored={} bad_connections={} auth_refused={} series_refused={}",
             Counters::get(&c.records_ingested),
             Counters::get(&c.records_refused),
-            Counters::get(&c.recv.bad_connections)
+            Counters::get(&c.recv.bad_connections),
+            Counters::get(&c.recv.auth_refused),
+            c.series.refused()
         );
     }
     drop(otlp_servers);

@@ -12,8 +12,24 @@ pub enum Msg {
     /// A connection ended (after all its accepted frames were queued).
     ConnectionEnded,
     /// Records of one OTLP export request, shaped for the engine (series
-    /// id, the item's own time, bytes); see `crate::otlp_ingest`.
-    Otlp(Vec<otlp::Shaped>),
+    /// id, the item's own time, bytes), and where to answer what became of
+    /// them (durable acknowledgements); see `crate::otlp_ingest`.
+    Otlp(
+        Vec<otlp::Shaped>,
+        Option<tokio::sync::oneshot::Sender<Taken>>,
+    ),
+}
+
+/// What the ingest thread did with one OTLP request's records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Taken {
+    /// The intake-log position whose durability covers the records taken
+    /// (`None`: nothing to wait for).
+    pub position: Option<u64>,
+    /// Records refused as late (older than their series' newest stored record).
+    pub late: u64,
+    /// Records not stored for other reasons (series not declared, engine refusal).
+    pub not_stored: u64,
 }
 
 impl Message for Msg {

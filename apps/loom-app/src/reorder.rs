@@ -4,15 +4,16 @@
 //! A live workload sends one batch per worker thread; batches of different
 //! threads interleave, so a source's records arrive out of order by up to a
 //! batch's span. The engine needs each source in time order, so without
-//! this stage such records would be stored at a raised time. Each source's
+//! this stage such records would be refused as late. Each source's
 //! records are kept as sorted runs: a record joins the run whose newest
 //! time is the latest not after its own (patience sorting), so the number
 //! of runs stays at the stream's degree of disorder (about one per sending
 //! thread) however long the window, and in-order streams stay one run. A
 //! record is released once the newest event time seen by any source is
 //! more than the window past it; runs are merged through a heap. A record
-//! that arrives after its time was released is late: the caller stores it
-//! at the source's newest time and counts it.
+//! older than its source's newest stored record arrives after its time was
+//! released: it is late, and the caller refuses and counts it (a record's
+//! time is never moved).
 //!
 //! Generic over the record type: the TCP stream's telemetry records (held
 //! in wire form) and OTLP's shaped records (whose times are always their
@@ -72,13 +73,6 @@ impl Keyed for WireRecord {
     type Key = u32;
     fn key(&self) -> u32 {
         self.slot
-    }
-}
-
-impl Keyed for otlp::Shaped {
-    type Key = u64;
-    fn key(&self) -> u64 {
-        self.source
     }
 }
 

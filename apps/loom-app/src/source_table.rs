@@ -18,6 +18,8 @@ pub struct SourceTable<T> {
     kv: [u32; 2],
     page_cache: u32,
     packet: u32,
+    blockio: [u32; 5],
+    runqueue: u32,
     syscall: Vec<u32>,
     by_id: FxHashMap<u64, u32>,
 }
@@ -29,6 +31,8 @@ impl<T> Default for SourceTable<T> {
             kv: [NONE; 2],
             page_cache: NONE,
             packet: NONE,
+            blockio: [NONE; 5],
+            runqueue: NONE,
             syscall: vec![NONE; DENSE_SYSCALLS as usize],
             by_id: FxHashMap::default(),
         }
@@ -42,6 +46,10 @@ impl<T> SourceTable<T> {
             SourceKey::Syscall(nr) => self.syscall.get(nr as usize).copied().unwrap_or(NONE),
             SourceKey::PageCache => self.page_cache,
             SourceKey::Packet => self.packet,
+            SourceKey::BlockIo(op) => self.blockio.get(usize::from(op)).copied().unwrap_or(NONE),
+            SourceKey::RunQueue => self.runqueue,
+            // Rare (one per agent interval): found by id.
+            SourceKey::AgentStat(..) => NONE,
         }
     }
 
@@ -90,6 +98,13 @@ impl<T> SourceTable<T> {
             }
             SourceKey::PageCache => self.page_cache = i,
             SourceKey::Packet => self.packet = i,
+            SourceKey::BlockIo(op) => {
+                if let Some(s) = self.blockio.get_mut(usize::from(op)) {
+                    *s = i;
+                }
+            }
+            SourceKey::RunQueue => self.runqueue = i,
+            SourceKey::AgentStat(..) => {}
         }
     }
 
@@ -117,6 +132,10 @@ mod tests {
             SourceKey::Syscall(u32::MAX),
             SourceKey::PageCache,
             SourceKey::Packet,
+            SourceKey::BlockIo(0),
+            SourceKey::BlockIo(4),
+            SourceKey::RunQueue,
+            SourceKey::AgentStat(1, 2),
         ];
         for k in keys {
             assert_eq!(t.lookup(k), None);
@@ -128,7 +147,8 @@ mod tests {
             .collect();
         for (n, (&k, &slot)) in keys.iter().zip(&slots).enumerate() {
             assert_eq!(t.lookup_id(k.id()), Some(slot));
-            let dense = !matches!(k, SourceKey::Syscall(nr) if nr >= DENSE_SYSCALLS);
+            let dense = !matches!(k, SourceKey::Syscall(nr) if nr >= DENSE_SYSCALLS)
+                && !matches!(k, SourceKey::AgentStat(..));
             assert_eq!(t.lookup(k), dense.then_some(slot), "{k:?}");
             assert_eq!(t.get_mut(slot).copied(), Some(n as u32));
         }

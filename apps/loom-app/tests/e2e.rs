@@ -19,6 +19,8 @@ const T1: u64 = 15_000_000;
 #[derive(Default)]
 struct Truth {
     total: u64,
+    /// Records older than their source's newest earlier record (in file order).
+    late: u64,
     kv_reads: Vec<u64>,
     pread: Vec<u64>,
     page_cache: u64,
@@ -26,12 +28,27 @@ struct Truth {
 }
 
 fn brute_force(path: &std::path::Path) -> Truth {
+    brute_force_storing(path, false)
+}
+
+/// Brute force over what a store keeps of the recording sent in file
+/// order: everything, or (`refuse_late`, no reorder window) every record
+/// but those older than their source's newest earlier one, which are
+/// counted as late.
+fn brute_force_storing(path: &std::path::Path, refuse_late: bool) -> Truth {
     let mut t = Truth::default();
+    let mut newest: HashMap<u64, u64> = HashMap::new();
     for b in RecordingReader::open(path).expect("open recording") {
         let b = b.expect("read batch");
         t.total += b.records.len() as u64;
         for r in &b.records {
             let ts = r.timestamp_us();
+            let n = newest.entry(r.source_id()).or_default();
+            if refuse_late && ts < *n {
+                t.late += 1;
+                continue;
+            }
+            *n = (*n).max(ts);
             if !(T0..=T1).contains(&ts) {
                 continue;
             }
@@ -328,8 +345,8 @@ fn interleaved_batches_keep_exact_event_times_with_the_reorder_stage() {
             .find(|l| l.starts_with("Final: "))
             .cloned()
             .unwrap_or_default();
-        let raised = fin
-            .split("timestamps raised to keep order ")
+        let late = fin
+            .split("late refused ")
             .nth(1)
             .and_then(|s| s.split(',').next())
             .unwrap_or("?")
@@ -342,35 +359,94 @@ fn interleaved_batches_keep_exact_event_times_with_the_reorder_stage() {
                 (f["query"].clone(), f)
             })
             .collect();
-        (raised, answers)
+        (late, answers)
     };
-    // Without the stage the disorder shows: times get raised.
+    let check = |answers: &HashMap<String, HashMap<String, String>>, truth: &Truth| {
+        for (q, v) in [
+            ("rocksdb-p1", &truth.kv_reads),
+            ("rocksdb-p2", &truth.pread),
+        ] {
+            let a = &answers[q];
+            let (count, max, p) = latency_fields(v);
+            assert_eq!(a["count"], count, "{q}");
+            assert_eq!(a["max"], max, "{q}");
+            assert_eq!(a["p9999"], p, "{q}");
+        }
+    };
+    // Without the stage the disorder shows: records later than their
+    // source's newest are refused as late, exactly those, and every other
+    // record answers the windowed questions at its own time.
     let off = answers_for(
         &shuffled,
         &dir.path().join("s0"),
         &["--reorder-window-ms", "0"],
     );
-    let (raised_off, _) = stats_of(&off);
-    assert_ne!(
-        raised_off, "0",
+    let kept = brute_force_storing(&shuffled, true);
+    assert!(
+        kept.late > 0,
         "the interleaved recording is not out of order"
     );
+    let (late_off, answers) = stats_of(&off);
+    assert_eq!(late_off, kept.late.to_string(), "{off:?}");
+    check(&answers, &kept);
     // With it every record keeps its time, and the answers are exact.
     let on = answers_for(
         &shuffled,
         &dir.path().join("s1"),
         &["--reorder-window-ms", "2000"],
     );
-    let (raised_on, answers) = stats_of(&on);
-    assert_eq!(raised_on, "0", "{on:?}");
-    for (q, v) in [
-        ("rocksdb-p1", &truth.kv_reads),
-        ("rocksdb-p2", &truth.pread),
-    ] {
-        let a = &answers[q];
-        let (count, max, p) = latency_fields(v);
-        assert_eq!(a["count"], count, "{q}");
-        assert_eq!(a["max"], max, "{q}");
-        assert_eq!(a["p9999"], p, "{q}");
+    let (late_on, answers) = stats_of(&on);
+    assert_eq!(late_on, "0", "{on:?}");
+    check(&answers, &truth);
+
+    // Records far later than the window, made on purpose: a batch from
+    // inside the query window sent again after everything else. Each is
+    // refused and counted as late; the windowed answers stay exact (stored
+    // at their own time they would count twice) and nothing more is
+    // ingested (stored at another time they would add to it).
+    let stale = batches
+        .iter()
+        .find(|b| {
+            b.records
+                .first()
+                .is_some_and(|r| r.timestamp_us() > 6_000_000)
+        })
+        .expect("a batch at 6 s")
+        .clone();
+    let newest = |id: u64| {
+        batches
+            .iter()
+            .flat_map(|b| &b.records)
+            .filter(|r| r.source_id() == id)
+            .map(|r| r.timestamp_us())
+            .max()
+            .unwrap_or(0)
+    };
+    assert!(
+        stale
+            .records
+            .iter()
+            .all(|r| newest(r.source_id()) > r.timestamp_us() + 3_000_000),
+        "every stale record's source goes on for seconds"
+    );
+    let with_stale = dir.path().join("p2-stale");
+    let mut w = telemetry::RecordingWriter::create(&with_stale, &header).expect("create");
+    for b in batches.iter().chain([&stale]) {
+        w.write_batch(b).expect("write");
     }
+    w.finish().expect("finish");
+    let late = answers_for(
+        &with_stale,
+        &dir.path().join("s2"),
+        &["--reorder-window-ms", "500"],
+    );
+    let (late_count, answers) = stats_of(&late);
+    assert_eq!(late_count, stale.records.len().to_string(), "{late:?}");
+    check(&answers, &truth);
+    let ingested = late
+        .iter()
+        .find(|l| l.starts_with("STATS "))
+        .map(|l| fields(l)["ingested"].clone())
+        .unwrap_or_default();
+    assert_eq!(ingested, truth.total.to_string(), "{late:?}");
 }

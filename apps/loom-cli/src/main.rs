@@ -131,6 +131,7 @@ fn main() -> anyhow::Result<()> {
                     let limits = influxql::Limits {
                         deadline: None,
                         max_rows,
+                        ..influxql::Limits::default()
                     };
                     // Refusals print like the server's 400 answers, not as a crash.
                     match influxql::run(&reader.snapshot(), &statement, influxql::now_ns(), &limits)

@@ -12,6 +12,9 @@ pub struct Counters {
     pub connections: AtomicU64,
     /// Connections closed because of a bad frame.
     pub bad_connections: AtomicU64,
+    /// Connections closed because their token was missing or wrong (not
+    /// counted in `bad_connections`).
+    pub auth_refused: AtomicU64,
     /// Valid frames (batches) received.
     pub batches_received: AtomicU64,
     /// Records in valid frames.

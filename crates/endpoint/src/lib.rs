@@ -12,17 +12,28 @@
 //!   state allocates nothing.
 //! - [`counters`]: what the receivers count (the first half of every
 //!   progress line).
+//! - [`durable`]: waiting until the data up to a position is durable (the
+//!   acknowledgements of OTLP, `/write` and the acknowledged stream).
+//! - [`session`]: wire version 2 on a connection: the HELLO and its
+//!   token, series references and their tags, sequence numbers.
+//! - [`series_limit`]: the one bound on series shared by every way in.
 //! - [`output`]: answer lines, `--query-window-us` parsing and the
 //!   interruptible sleep of the reporter and query threads.
 
 pub mod counters;
+pub mod durable;
 pub mod output;
 pub mod pool;
 pub mod receive;
+pub mod series_limit;
+pub mod session;
 
 pub use counters::Counters;
+pub use durable::{DurableMark, NotDurable};
 pub use pool::BufferPool;
-pub use receive::{listen, Frames, Message, ReceiveConfig};
+pub use receive::{listen, Frames, Message, ReceiveConfig, Segment};
+pub use series_limit::SeriesLimit;
+pub use session::SeriesContext;
 
 /// Wall-clock time, µs since the Unix epoch.
 pub fn epoch_us() -> u64 {

@@ -10,19 +10,37 @@
 //! (in messages, or in bytes: [`ReceiveConfig::max_queued_bytes`]) drops the
 //! group (counted); a bad frame closes only its own connection,
 //! logged, after the valid frames before it were handed on.
+//!
+//! A connection speaks wire version 1 (data frames only) or version 2 (a
+//! HELLO first, see [`crate::session`]); with a token configured, only a
+//! version-2 HELLO carrying it is accepted: anything else is refused
+//! (REFUSE frame where the peer speaks version 2), logged, counted in
+//! `auth_refused`, and the connection closed.
 
-use std::io::BufReader;
-use std::net::{TcpListener, TcpStream};
+use std::io::{BufReader, Read, Write};
+use std::net::TcpListener;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
 use crossbeam_channel::{Sender, TrySendError};
 use telemetry::raw::PayloadRecords;
+use telemetry::wire::{self, control, FrameType, Hello, Incoming, SeriesTags, Welcome};
 use telemetry::{FrameReader, Record};
 
 use crate::counters::Counters;
 use crate::pool::BufferPool;
+use crate::session::{token_matches, SeriesContext, Session};
+
+/// A run of records in a group that share one series context (version-2
+/// senders); records of version-1 frames have none.
+#[derive(Debug, Clone)]
+pub struct Segment {
+    /// Records in the run.
+    pub records: u64,
+    /// Their context (`None`: version 1, no added tags).
+    pub context: Option<Arc<SeriesContext>>,
+}
 
 /// Frames received together: their payloads back to back, which is itself
 /// a valid payload of `records` records (each a tag byte and its encoding).
@@ -38,6 +56,11 @@ pub struct Frames {
     pub frames: u64,
     /// Records in the group.
     pub records: u64,
+    /// Runs of records by series context, in order; empty: every record
+    /// is untagged (version 1).
+    pub segments: Vec<Segment>,
+    /// Version 2: the sequence number of the group's last data frame.
+    pub last_seq: u64,
     queued: Option<(Arc<Counters>, u64)>,
 }
 
@@ -58,7 +81,22 @@ impl Frames {
             payload,
             frames,
             records,
+            segments: Vec::new(),
+            last_seq: 0,
             queued: None,
+        }
+    }
+
+    /// The runs of records by series context: [`Frames::segments`], or one
+    /// untagged run of every record when it is empty.
+    pub fn runs(&self) -> Vec<Segment> {
+        if self.segments.is_empty() {
+            vec![Segment {
+                records: self.records,
+                context: None,
+            }]
+        } else {
+            self.segments.clone()
         }
     }
 
@@ -115,6 +153,11 @@ pub struct ReceiveConfig {
     /// consumed hold more than this many bytes: the queue's memory bound,
     /// whatever the senders' frame sizes.
     pub max_queued_bytes: u64,
+    /// The token a sender must present in its HELLO; `None` accepts every
+    /// sender, version 1 included.
+    pub auth_token: Option<String>,
+    /// Named in WELCOME frames (program and version).
+    pub receiver_name: String,
 }
 
 impl ReceiveConfig {
@@ -130,6 +173,8 @@ impl ReceiveConfig {
             group_bytes: 256 << 10,
             read_buffer: 1 << 20,
             max_queued_bytes: 1 << 30,
+            auth_token: None,
+            receiver_name: "loom endpoint".to_string(),
         }
     }
 }
@@ -189,10 +234,39 @@ struct Group {
     payload: Vec<u8>,
     frames: u64,
     records: u64,
+    segments: Vec<Segment>,
+    last_seq: u64,
+}
+
+impl Group {
+    /// Adds a data frame's records (already appended to `payload`).
+    fn add(&mut self, records: u64, context: Option<Arc<SeriesContext>>) {
+        self.frames += 1;
+        self.records += records;
+        let Some(ctx) = context else { return };
+        match self.segments.last_mut() {
+            Some(Segment {
+                records: n,
+                context: Some(c),
+            }) if Arc::ptr_eq(c, &ctx) => *n += records,
+            _ => self.segments.push(Segment {
+                records,
+                context: Some(ctx),
+            }),
+        }
+    }
+}
+
+/// Why a connection is closed early.
+enum Close {
+    /// Token missing or wrong.
+    Auth(String),
+    /// Protocol violation.
+    Bad(String),
 }
 
 impl<M: Message> Connection<'_, M> {
-    fn receive(&self, stream: TcpStream, cfg: &ReceiveConfig) {
+    fn receive<S: Read + Write>(&self, stream: S, cfg: &ReceiveConfig) {
         let mut reader = FrameReader::with_max_payload(
             BufReader::with_capacity(cfg.read_buffer, stream),
             cfg.max_payload,
@@ -202,22 +276,37 @@ impl<M: Message> Connection<'_, M> {
             payload: self.pool.take(),
             frames: 0,
             records: 0,
+            segments: Vec::new(),
+            last_seq: 0,
         };
+        let mut session: Option<Session> = None;
         let open = loop {
-            match reader.read_payload_into(&mut group.payload) {
-                Ok(Some(h)) => {
-                    frames += 1;
-                    group.frames += 1;
-                    group.records += u64::from(h.record_count);
-                    Counters::add(&self.counters.batches_received, 1);
-                    Counters::add(&self.counters.records_received, u64::from(h.record_count));
-                    if group.payload.len() < cfg.group_bytes && reader.has_buffered_frame() {
-                        continue;
-                    }
-                    if !self.hand_on(&mut group) {
-                        break false;
+            let old = group.payload.len();
+            let first = frames == 0 && session.is_none();
+            let step = match reader.read_frame_into(&mut group.payload) {
+                Ok(Some(Incoming::Data(h))) => {
+                    let checked = self.admit_data(&h, first, &mut session, cfg);
+                    match checked {
+                        Ok(ctx) => {
+                            frames += 1;
+                            group.add(u64::from(h.record_count), ctx);
+                            group.last_seq = group.last_seq.max(h.seq);
+                            Counters::add(&self.counters.batches_received, 1);
+                            Counters::add(
+                                &self.counters.records_received,
+                                u64::from(h.record_count),
+                            );
+                            Ok(true)
+                        }
+                        Err(e) => {
+                            group.payload.truncate(old);
+                            Err(e)
+                        }
                     }
                 }
+                Ok(Some(Incoming::Control(h, p))) => self
+                    .control(h.frame_type, &p, first, &mut session, &mut reader, cfg)
+                    .map(|()| false),
                 Ok(None) => {
                     log::info!(
                         "connection {} from {} closed after {frames} frames",
@@ -226,10 +315,38 @@ impl<M: Message> Connection<'_, M> {
                     );
                     break true;
                 }
-                Err(e) => {
+                Err(e) => Err(Close::Bad(format!("bad frame: {e}"))),
+            };
+            match step {
+                Ok(false) => continue,
+                Ok(true) => {
+                    if group.payload.len() < cfg.group_bytes && reader.has_buffered_frame() {
+                        continue;
+                    }
+                    if group.frames > 0 && !self.hand_on(&mut group) {
+                        break false;
+                    }
+                }
+                Err(Close::Auth(why)) => {
+                    Counters::add(&self.counters.auth_refused, 1);
+                    log::warn!("connection {} from {} refused: {why}", self.id, self.peer);
+                    // A version-1 peer never reads it; a version-2 one
+                    // learns why before the close.
+                    let mut f = Vec::new();
+                    let _ = wire::encode_control(
+                        FrameType::Refuse,
+                        0,
+                        crate::epoch_us(),
+                        &control::encode_refusal(&why),
+                        &mut f,
+                    );
+                    let _ = reader.get_mut().get_mut().write_all(&f);
+                    break false;
+                }
+                Err(Close::Bad(why)) => {
                     Counters::add(&self.counters.bad_connections, 1);
                     log::warn!(
-                        "connection {} from {} closed after {frames} good frames: bad frame: {e}",
+                        "connection {} from {} closed after {frames} good frames: {why}",
                         self.id,
                         self.peer
                     );
@@ -246,6 +363,89 @@ impl<M: Message> Connection<'_, M> {
         let _ = self.tx.send(M::connection_ended(Instant::now()));
     }
 
+    /// Checks a data frame against the connection's version and session;
+    /// its series context (`None` for version 1).
+    fn admit_data(
+        &self,
+        h: &wire::FrameHeader,
+        first: bool,
+        session: &mut Option<Session>,
+        cfg: &ReceiveConfig,
+    ) -> Result<Option<Arc<SeriesContext>>, Close> {
+        match (h.version, session.as_mut()) {
+            (wire::FRAME_VERSION, None) if first && cfg.auth_token.is_some() => Err(Close::Auth(
+                "a version-1 sender presents no token (--auth-token-file is set)".into(),
+            )),
+            (wire::FRAME_VERSION, None) => Ok(None),
+            (wire::FRAME_VERSION, Some(_)) => Err(Close::Bad(
+                "a version-1 frame on a version-2 connection".into(),
+            )),
+            (_, None) => Err(Close::Bad("a version-2 data frame before the HELLO".into())),
+            (_, Some(s)) => s.data(h.seq, h.series_ref).map(Some).map_err(Close::Bad),
+        }
+    }
+
+    /// Handles a control frame: HELLO (first frame only; token checked,
+    /// WELCOME sent) or SERIES (after HELLO); anything else closes.
+    fn control<S: Read + Write>(
+        &self,
+        t: FrameType,
+        payload: &[u8],
+        first: bool,
+        session: &mut Option<Session>,
+        reader: &mut FrameReader<BufReader<S>>,
+        cfg: &ReceiveConfig,
+    ) -> Result<(), Close> {
+        let bad = |e: telemetry::WireError| Close::Bad(e.to_string());
+        match (t, session.as_mut()) {
+            (FrameType::Hello, None) if first => {
+                let hello = Hello::decode(payload).map_err(bad)?;
+                if let Some(want) = &cfg.auth_token {
+                    if hello.token.is_empty() {
+                        return Err(Close::Auth("HELLO carries no token".into()));
+                    }
+                    if !token_matches(&hello.token, want) {
+                        return Err(Close::Auth("HELLO carries a wrong token".into()));
+                    }
+                }
+                log::info!(
+                    "connection {} from {}: {} on host {} (sender {:#x}, from sequence {})",
+                    self.id,
+                    self.peer,
+                    hello.agent,
+                    hello.host,
+                    hello.sender_id,
+                    hello.next_seq
+                );
+                let welcome = Welcome {
+                    durable_seq: 0,
+                    flags: 0,
+                    receiver: cfg.receiver_name.clone(),
+                };
+                let mut f = Vec::new();
+                wire::encode_control(
+                    FrameType::Welcome,
+                    0,
+                    crate::epoch_us(),
+                    &welcome.encode(),
+                    &mut f,
+                )
+                .map_err(bad)?;
+                let out = reader.get_mut().get_mut();
+                out.write_all(&f)
+                    .and_then(|()| out.flush())
+                    .map_err(|e| Close::Bad(format!("cannot answer the HELLO: {e}")))?;
+                *session = Some(Session::new(hello));
+                Ok(())
+            }
+            (FrameType::Series, Some(s)) => {
+                let tags = SeriesTags::decode(payload).map_err(bad)?;
+                s.declare(tags).map_err(Close::Bad)
+            }
+            (t, _) => Err(Close::Bad(format!("unexpected {t:?} frame"))),
+        }
+    }
+
     /// Offers the group to the queue and starts a new one; false when the
     /// app has gone (the queue is disconnected).
     fn hand_on(&self, group: &mut Group) -> bool {
@@ -253,6 +453,8 @@ impl<M: Message> Connection<'_, M> {
         let payload = std::mem::replace(&mut group.payload, self.pool.take());
         let (n_frames, n) = (group.frames, group.records);
         (group.frames, group.records) = (0, 0);
+        let segments = std::mem::take(&mut group.segments);
+        let last_seq = group.last_seq;
         if c.ingest_stopped.load(Ordering::Relaxed) {
             Counters::add(&c.records_skipped, n);
             self.pool.give(payload);
@@ -268,6 +470,8 @@ impl<M: Message> Connection<'_, M> {
         let bytes = payload.len() as u64;
         let queued = c.queued_bytes.fetch_add(bytes, Ordering::Relaxed);
         let mut f = Frames::new(arrival_us, payload, n_frames, n);
+        f.segments = segments;
+        f.last_seq = last_seq;
         f.queued = Some((Arc::clone(c), bytes));
         let refused = if queued.saturating_add(bytes) > self.max_queued_bytes {
             Some(f)

@@ -14,6 +14,8 @@
 pub mod encode;
 pub mod error;
 pub mod exec;
+#[cfg(feature = "fuzz")]
+pub mod fuzz;
 pub mod http;
 pub mod parse;
 pub mod plan;

@@ -6,12 +6,14 @@ use loom::Snapshot;
 
 use crate::error::{Error, Result};
 use crate::exec::{self, Access, Limits};
-use crate::parse::parse_statements;
+use crate::parse::parse_statements_within;
 use crate::plan::{self, Catalog};
 use crate::result::StatementResult;
 
 /// Answers of a query's statements, in order. `Err` for the whole request
-/// when a statement does not parse or uses a construct outside the subset;
+/// when a statement does not parse, the text is over `limits.text` or
+/// nests deeper than [`MAX_DEPTH`](crate::parse::MAX_DEPTH) (all
+/// [`Error::Parse`]), or a statement uses a construct outside the subset;
 /// per-statement errors (unknown names, limits, storage) are inside.
 pub fn run(
     snap: &Snapshot,
@@ -31,7 +33,7 @@ pub fn run_with(
     limits: &Limits,
     access: &mut Access,
 ) -> Result<Vec<Result<StatementResult>>> {
-    let statements = parse_statements(text)?;
+    let statements = parse_statements_within(text, &limits.text)?;
     let catalog = Catalog::of(snap);
     let plans: Vec<Result<plan::Plan>> = statements
         .iter()

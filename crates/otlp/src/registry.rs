@@ -15,6 +15,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 
+use endpoint::SeriesLimit;
 use loom::{FieldDef, SourceSchema};
 
 use crate::model::Field;
@@ -75,7 +76,7 @@ impl std::fmt::Display for Refusal {
         match self {
             Refusal::Cardinality { limit, series } => write!(
                 f,
-                "series limit of {limit} reached (--otlp-max-series): new series {series} refused"
+                "series limit of {limit} reached (--max-series): new series {series} refused"
             ),
             Refusal::Reserved(m) => write!(
                 f,
@@ -98,15 +99,28 @@ struct State {
 
 /// Admitted OTLP series and the limit on their number.
 pub struct Registry {
-    limit: usize,
+    limit: Arc<SeriesLimit>,
     state: RwLock<State>,
 }
 
 impl Registry {
-    /// A registry holding at most `limit` series, starting from the store's
-    /// catalog `existing` (its OTLP series count toward the limit).
+    /// A registry of its own holding at most `limit` series, starting from
+    /// the store's catalog `existing` (its OTLP series count toward the limit).
     pub fn new<'a>(
         limit: usize,
+        existing: impl IntoIterator<Item = (u64, &'a SourceSchema)>,
+    ) -> Self {
+        let limit = Arc::new(SeriesLimit::new(limit as u64));
+        let reg = Registry::with_limit(limit.clone(), existing);
+        limit.count_existing(reg.len() as u64);
+        reg
+    }
+
+    /// A registry drawing new series from the shared `limit` (which the
+    /// caller has charged with every series of the store), starting from
+    /// the store's catalog `existing`.
+    pub fn with_limit<'a>(
+        limit: Arc<SeriesLimit>,
         existing: impl IntoIterator<Item = (u64, &'a SourceSchema)>,
     ) -> Self {
         let mut st = State::default();
@@ -167,23 +181,19 @@ impl Registry {
         if st.reserved.contains(measurement) {
             return Err(Refusal::Reserved(measurement.to_string()));
         }
-        if st.series.len() >= self.limit {
+        let schema = make();
+        if matches!(st.layouts.get(measurement), Some(fields) if *fields != schema.fields) {
+            return Err(Refusal::Layout(measurement.to_string()));
+        }
+        if !self.limit.try_take() {
             return Err(Refusal::Cardinality {
-                limit: self.limit,
+                limit: self.limit.max() as usize,
                 series: describe(measurement, tags),
             });
         }
-        let schema = make();
-        match st.layouts.get(measurement) {
-            Some(fields) if *fields != schema.fields => {
-                return Err(Refusal::Layout(measurement.to_string()))
-            }
-            Some(_) => {}
-            None => {
-                st.layouts
-                    .insert(measurement.to_string(), schema.fields.clone());
-            }
-        }
+        st.layouts
+            .entry(measurement.to_string())
+            .or_insert_with(|| schema.fields.clone());
         st.series.insert(id, Arc::new(schema));
         Ok(id)
     }
@@ -207,7 +217,7 @@ impl Registry {
 
     /// The limit on series.
     pub fn limit(&self) -> usize {
-        self.limit
+        self.limit.max() as usize
     }
 }
 

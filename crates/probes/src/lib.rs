@@ -15,9 +15,14 @@
 //! loads them and streams batches of [`ProbeEvent`] to a crossbeam channel;
 //! [`ProbeEvent::to_record`] turns an event into its telemetry record.
 //!
+//! [`agent`] holds `loom-agent`'s probes: the same measurements plus block
+//! I/O and run-queue latency, filtered in the kernel on pids, process names,
+//! cgroup v2 subtrees or the whole host.
+//!
 //! Loading needs root (or CAP_BPF + CAP_PERFMON), kernel BTF and tracefs;
 //! [`ProbeHandle::start`] says which is missing.
 
+pub mod agent;
 mod config;
 mod environment;
 mod error;

@@ -13,3 +13,7 @@ pub(crate) mod page_cache {
 pub(crate) mod packet {
     include!(concat!(env!("OUT_DIR"), "/packet.skel.rs"));
 }
+
+pub(crate) mod agent {
+    include!(concat!(env!("OUT_DIR"), "/agent.skel.rs"));
+}

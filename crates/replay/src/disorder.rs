@@ -4,10 +4,11 @@
 //! The reorder stage holds every source's records and releases a record once
 //! the newest event time seen on any source is more than the window past it;
 //! a record that arrives after a newer record of its source was released is
-//! stored at a raised time. So a record is safe when, on arrival, it is at
-//! most the window behind the newest event time seen so far. Its *lateness*
-//! is that distance (0 when it is the newest); the share of records later
-//! than a window bounds the share the stage raises from above.
+//! late and refused (counted as `late`). So a record is safe when, on
+//! arrival, it is at most the window behind the newest event time seen so
+//! far. Its *lateness* is that distance (0 when it is the newest); the share
+//! of records later than a window bounds the share the stage refuses from
+//! above.
 
 use std::collections::HashMap;
 

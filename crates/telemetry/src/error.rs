@@ -115,6 +115,18 @@ pub enum WireError {
     /// The payload passed the checksum but does not decode.
     #[error("bad frame payload: {0}")]
     Payload(#[from] DecodeError),
+    /// A version-2 frame type byte is unknown.
+    #[error("unknown frame type {0}")]
+    BadFrameType(u8),
+    /// A control frame came where only data frames are read.
+    #[error("unexpected {0:?} control frame")]
+    UnexpectedControl(crate::wire::FrameType),
+    /// The receiver refused the connection (its reason).
+    #[error("the receiver refused the connection: {0}")]
+    Refused(String),
+    /// A control frame is malformed or out of place (the message says how).
+    #[error("bad control frame: {0}")]
+    BadControl(String),
 }
 
 /// A recording file could not be read or written.

@@ -2,8 +2,8 @@
 //! encodings, stable source ids, batches, the TCP wire frame format and the
 //! recording file format.
 //!
-//! - [`record`]: KV op (24 B), syscall (28 B), page cache (44 B) and packet
-//!   (48 B) records; fixed little-endian encodings that are stored as-is in the
+//! - [`record`]: KV op (24 B), syscall (28 B), page cache (44 B), packet
+//!   (48 B), block I/O (44 B) and run-queue (28 B) records; fixed little-endian encodings that are stored as-is in the
 //!   engine; index-value extractors `fn(&[u8]) -> u64` (never panic, 0 on short
 //!   input).
 //! - [`model`]: the data model (measurement, tags, fields at byte offsets,
@@ -14,7 +14,9 @@
 //! - [`batch`]: a batch is an arrival time (µs) plus records; its payload is the
 //!   records back to back, each a kind tag byte then its encoding.
 //! - [`wire`]: TCP framing (`LMTF` magic, version, record count, payload length,
-//!   arrival time, CRC32C); every frame is validated and bounded.
+//!   arrival time, CRC32C); every frame is validated and bounded. Version 2
+//!   adds control frames (HELLO, WELCOME, REFUSE, SERIES, ACK), a per-sender
+//!   sequence number and series tags (`docs/wire-protocol.md`).
 //! - [`cpu`]: the CPU time an endpoint used, printed at its exit.
 //! - [`recording`]: recording files (`LOOMREC\0` header naming workload, phase
 //!   and whether synthetic; zstd-compressed batch blocks with CRC32C).
@@ -36,7 +38,9 @@ pub mod wire;
 
 pub use batch::Batch;
 pub use error::{DecodeError, RecordingError, WireError};
-pub use record::{Kind, KvOp, KvOpKind, Packet, PageCache, Record, Syscall};
+pub use record::{
+    AgentStat, BlockIo, BlockOp, Kind, KvOp, KvOpKind, Packet, PageCache, Record, RunQueue, Syscall,
+};
 pub use recording::{RecordingHeader, RecordingReader, RecordingWriter};
 pub use source::SourceId;
 pub use wire::{FrameReader, FrameWriter};

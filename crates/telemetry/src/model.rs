@@ -8,12 +8,21 @@
 //! | `syscall/N` | `syscall` | `nr`, `name` | `pid`, `tid`, `start_us`, `duration_us` | `duration_us` |
 //! | `pagecache` | `pagecache` | none | `pid`, `tid`, `pfn`, `inode`, `index`, `device` | none |
 //! | `packet` | `packet` | none | `src_port`, `dst_port`, `length` | `dst_port` |
+//! | `blockio/OP` | `blockio` | `op` (`read`, `write`, `flush`, `discard`, `other`) | `pid`, `tid`, `device`, `bytes`, `sector`, `start_us`, `latency_us` | `latency_us` |
+//! | `runqueue` | `runqueue` | none | `pid`, `tid`, `cpu`, `start_us`, `latency_us` | `latency_us` |
+//! | `agent/PROBE/STAGE` | `agent` | `probe`, `stage` (`kernel`, `queue`, `send`) | `events`, `dropped` (per interval) | none |
+//!
+//! A sender on wire protocol version 2 adds tags to its series (see
+//! [`crate::wire::SeriesTags`]): `host` on every series of the connection
+//! and `comm` (the process name) on `loom-agent`'s and the workloads'
+//! series, so one statement (`WHERE comm = 'postgres' AND host = 'db-3'`)
+//! works on both. The keys come from [`EXTRA_TAG_KEYS`].
 //!
 //! Loom's InfluxQL endpoint and `influx-app` (which writes the same records to
 //! InfluxDB) both take their names from here, so one statement runs unchanged
 //! on both systems.
 
-use crate::record::{Kind, KvOpKind, Record};
+use crate::record::{BlockOp, Kind, KvOpKind, Record};
 
 /// Storage type of a field inside a record's bytes (little endian).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -219,6 +228,115 @@ pub const PACKET_FIELDS: &[Field] = &[
     },
 ];
 
+/// Fields of `blockio` (44-byte [`crate::BlockIo`] encoding).
+pub const BLOCKIO_FIELDS: &[Field] = &[
+    Field {
+        name: "pid",
+        offset: 0,
+        ty: FieldType::U32,
+    },
+    Field {
+        name: "tid",
+        offset: 4,
+        ty: FieldType::U32,
+    },
+    Field {
+        name: "device",
+        offset: 8,
+        ty: FieldType::U32,
+    },
+    Field {
+        name: "bytes",
+        offset: 12,
+        ty: FieldType::U32,
+    },
+    Field {
+        name: "sector",
+        offset: 20,
+        ty: FieldType::U64,
+    },
+    Field {
+        name: "start_us",
+        offset: 28,
+        ty: FieldType::U64,
+    },
+    Field {
+        name: "latency_us",
+        offset: 36,
+        ty: FieldType::U64,
+    },
+];
+
+/// Fields of `runqueue` (28-byte [`crate::RunQueue`] encoding).
+pub const RUNQUEUE_FIELDS: &[Field] = &[
+    Field {
+        name: "pid",
+        offset: 0,
+        ty: FieldType::U32,
+    },
+    Field {
+        name: "tid",
+        offset: 4,
+        ty: FieldType::U32,
+    },
+    Field {
+        name: "cpu",
+        offset: 8,
+        ty: FieldType::U32,
+    },
+    Field {
+        name: "start_us",
+        offset: 12,
+        ty: FieldType::U64,
+    },
+    Field {
+        name: "latency_us",
+        offset: 20,
+        ty: FieldType::U64,
+    },
+];
+
+/// Fields of `agent` (32-byte [`crate::AgentStat`] encoding).
+pub const AGENT_FIELDS: &[Field] = &[
+    Field {
+        name: "events",
+        offset: 16,
+        ty: FieldType::U64,
+    },
+    Field {
+        name: "dropped",
+        offset: 24,
+        ty: FieldType::U64,
+    },
+];
+
+/// Series of an agent's counts of probe `probe` at stage `stage` (codes of
+/// [`crate::AgentStat`]); no index (its questions sum).
+pub fn agent(probe: u8, stage: u8) -> Series {
+    use crate::record::agent_names::{PROBES, STAGES};
+    let name = |names: &[&str], i: u8| names.get(usize::from(i)).unwrap_or(&"?").to_string();
+    Series {
+        measurement: "agent",
+        tags: vec![
+            ("probe", name(&PROBES, probe)),
+            ("stage", name(&STAGES, stage)),
+        ],
+        fields: AGENT_FIELDS,
+        index: None,
+    }
+}
+
+/// Tag keys a sender may add to its series (wire protocol version 2): the
+/// host, the process name, and names of what the process belongs to. A
+/// fixed vocabulary, so no added key can shadow a series' own tag (`op`,
+/// `name`, `nr`).
+pub const EXTRA_TAG_KEYS: &[&str] = &["host", "comm", "cgroup", "unit", "container", "service"];
+
+/// The key of [`EXTRA_TAG_KEYS`] equal to `key`.
+pub fn extra_tag_key(key: &str) -> Option<&'static str> {
+    EXTRA_TAG_KEYS.iter().copied().find(|k| *k == key)
+}
+
 /// One series of the data model.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Series {
@@ -233,6 +351,14 @@ pub struct Series {
 }
 
 impl Series {
+    /// The series with `extra` tags added (keys from [`EXTRA_TAG_KEYS`]),
+    /// tags kept sorted by key.
+    pub fn with_tags(mut self, extra: &[(&'static str, String)]) -> Series {
+        self.tags.extend(extra.iter().cloned());
+        self.tags.sort_by(|a, b| a.0.cmp(b.0));
+        self
+    }
+
     /// The field named `name`.
     pub fn field(&self, name: &str) -> Option<&'static Field> {
         self.fields.iter().find(|f| f.name == name)
@@ -292,6 +418,32 @@ pub fn packet() -> Series {
     }
 }
 
+/// Series of block I/O requests of `op`, range-indexed on their latency.
+pub fn blockio(op: BlockOp) -> Series {
+    Series {
+        measurement: "blockio",
+        tags: vec![("op", op.name().to_string())],
+        fields: BLOCKIO_FIELDS,
+        index: Some(RangeIndex {
+            field: "latency_us",
+            ..LATENCY_INDEX
+        }),
+    }
+}
+
+/// Series of run-queue waits, range-indexed on their latency.
+pub fn runqueue() -> Series {
+    Series {
+        measurement: "runqueue",
+        tags: Vec::new(),
+        fields: RUNQUEUE_FIELDS,
+        index: Some(RangeIndex {
+            field: "latency_us",
+            ..LATENCY_INDEX
+        }),
+    }
+}
+
 /// The x86_64 name of syscall `nr` (`pread64`), `sys_N` when unknown.
 pub fn syscall_name(nr: u32) -> String {
     syscalls::x86_64::Sysno::new(nr as usize)
@@ -317,6 +469,9 @@ impl Record {
             Record::Syscall(r) => syscall(r.nr),
             Record::PageCache(_) => page_cache(),
             Record::Packet(_) => packet(),
+            Record::BlockIo(r) => blockio(r.op),
+            Record::RunQueue(_) => runqueue(),
+            Record::AgentStat(a) => agent(a.probe, a.stage),
         }
     }
 }
@@ -328,13 +483,16 @@ pub fn fields_of(kind: Kind) -> &'static [Field] {
         Kind::Syscall => SYSCALL_FIELDS,
         Kind::PageCache => PAGECACHE_FIELDS,
         Kind::Packet => PACKET_FIELDS,
+        Kind::BlockIo => BLOCKIO_FIELDS,
+        Kind::RunQueue => RUNQUEUE_FIELDS,
+        Kind::AgentStat => AGENT_FIELDS,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{KvOp, Packet, PageCache, Syscall};
+    use crate::record::{BlockIo, KvOp, Packet, PageCache, RunQueue, Syscall};
 
     fn value(f: &Field, bytes: &[u8]) -> u64 {
         match f.read(bytes) {
@@ -394,6 +552,33 @@ mod tests {
         .encode_into(&mut b);
         let got: Vec<u64> = PACKET_FIELDS.iter().map(|f| value(f, &b)).collect();
         assert_eq!(got, [80, 6379, 1500]);
+
+        let mut b = Vec::new();
+        BlockIo {
+            pid: 1,
+            tid: 2,
+            device: 3,
+            bytes: 4,
+            op: BlockOp::Write,
+            sector: 5,
+            start_us: 6,
+            latency_us: 7,
+        }
+        .encode_into(&mut b);
+        let got: Vec<u64> = BLOCKIO_FIELDS.iter().map(|f| value(f, &b)).collect();
+        assert_eq!(got, [1, 2, 3, 4, 5, 6, 7]);
+
+        let mut b = Vec::new();
+        RunQueue {
+            pid: 1,
+            tid: 2,
+            cpu: 3,
+            start_us: 4,
+            latency_us: 5,
+        }
+        .encode_into(&mut b);
+        let got: Vec<u64> = RUNQUEUE_FIELDS.iter().map(|f| value(f, &b)).collect();
+        assert_eq!(got, [1, 2, 3, 4, 5]);
     }
 
     #[test]
@@ -402,6 +587,8 @@ mod tests {
             (kv(KvOpKind::Read), Kind::KvOp, KvOp::ENCODED_LEN),
             (syscall(17), Kind::Syscall, Syscall::ENCODED_LEN),
             (packet(), Kind::Packet, Packet::ENCODED_LEN),
+            (blockio(BlockOp::Write), Kind::BlockIo, BlockIo::ENCODED_LEN),
+            (runqueue(), Kind::RunQueue, RunQueue::ENCODED_LEN),
         ] {
             let ix = series.index.expect("indexed series");
             let f = series.field(ix.field).expect("index field exists");

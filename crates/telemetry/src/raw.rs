@@ -9,6 +9,7 @@
 //! [`Record::source_id`]); tests hold them to it.
 
 use crate::batch::MIN_TAGGED_RECORD_LEN;
+use crate::record::BlockOp;
 use crate::record::{u32_at, u64_at, Kind, Record};
 use crate::source::{self, SourceId};
 use crate::{DecodeError, KvOpKind};
@@ -33,9 +34,9 @@ pub fn validate_payload(payload: &[u8], count: u32) -> Result<(), DecodeError> {
         let body = payload
             .get(off + 1..end)
             .ok_or(DecodeError::TruncatedRecord { index, offset: off })?;
-        // Only KV ops have fields that can be invalid; decoding one is a
+        // Only KV ops and block I/O have fields that can be invalid; decoding one is a
         // few loads, and sharing the decoder keeps both checks identical.
-        if kind == Kind::KvOp {
+        if matches!(kind, Kind::KvOp | Kind::BlockIo | Kind::AgentStat) {
             Record::decode(kind, body)?;
         }
         off = end;
@@ -82,6 +83,9 @@ const fn event_time_offset(kind: Kind) -> usize {
         Kind::Syscall => 12,
         Kind::PageCache => 8,
         Kind::Packet => 40,
+        Kind::BlockIo => 28,
+        Kind::RunQueue => 12,
+        Kind::AgentStat => 8,
     }
 }
 
@@ -116,6 +120,12 @@ pub enum SourceKey {
     PageCache,
     /// Packets.
     Packet,
+    /// Block I/O requests of one op (its [`BlockOp`] code).
+    BlockIo(u8),
+    /// Run-queue waits.
+    RunQueue,
+    /// An agent's counts of one probe (code) at one stage (code).
+    AgentStat(u8, u8),
 }
 
 impl SourceKey {
@@ -128,6 +138,12 @@ impl SourceKey {
             Kind::Syscall => SourceKey::Syscall(u32_at(body, 8)),
             Kind::PageCache => SourceKey::PageCache,
             Kind::Packet => SourceKey::Packet,
+            Kind::BlockIo => SourceKey::BlockIo(body.get(16).copied().unwrap_or(0)),
+            Kind::RunQueue => SourceKey::RunQueue,
+            Kind::AgentStat => SourceKey::AgentStat(
+                body.first().copied().unwrap_or(0),
+                body.get(1).copied().unwrap_or(0),
+            ),
         }
     }
 
@@ -138,6 +154,9 @@ impl SourceKey {
             Record::Syscall(s) => SourceKey::Syscall(s.nr),
             Record::PageCache(_) => SourceKey::PageCache,
             Record::Packet(_) => SourceKey::Packet,
+            Record::BlockIo(b) => SourceKey::BlockIo(b.op.code()),
+            Record::RunQueue(_) => SourceKey::RunQueue,
+            Record::AgentStat(a) => SourceKey::AgentStat(a.probe, a.stage),
         }
     }
 
@@ -150,6 +169,9 @@ impl SourceKey {
             SourceKey::Syscall(nr) => model::syscall(nr),
             SourceKey::PageCache => model::page_cache(),
             SourceKey::Packet => model::packet(),
+            SourceKey::BlockIo(op) => model::blockio(block_op(op)),
+            SourceKey::RunQueue => model::runqueue(),
+            SourceKey::AgentStat(p, s) => model::agent(p, s),
         }
     }
 
@@ -161,8 +183,31 @@ impl SourceKey {
             SourceKey::Syscall(nr) => source::syscall(nr),
             SourceKey::PageCache => source::page_cache(),
             SourceKey::Packet => source::packet(),
+            SourceKey::BlockIo(op) => source::blockio(block_op(op)),
+            SourceKey::RunQueue => source::runqueue(),
+            SourceKey::AgentStat(p, s) => source::agent(p, s),
         }
     }
+
+    /// The source's plain tag (`syscall/17`, see [`crate::source`]).
+    pub fn tag(self) -> String {
+        match self {
+            SourceKey::Kv(false) => "kv/read".into(),
+            SourceKey::Kv(true) => "kv/write".into(),
+            SourceKey::Syscall(nr) => format!("syscall/{nr}"),
+            SourceKey::PageCache => "pagecache".into(),
+            SourceKey::Packet => "packet".into(),
+            SourceKey::BlockIo(op) => format!("blockio/{}", block_op(op).name()),
+            SourceKey::RunQueue => "runqueue".into(),
+            SourceKey::AgentStat(p, s) => source::agent_tag(p, s),
+        }
+    }
+}
+
+/// The op of a block I/O code byte; validated payloads hold only valid
+/// codes, anything else counts as `Other`.
+fn block_op(code: u8) -> BlockOp {
+    BlockOp::from_code(code).unwrap_or(BlockOp::Other)
 }
 
 #[cfg(test)]

@@ -11,11 +11,18 @@
 //! | syscall number N (decimal) | `syscall/N`, e.g. `syscall/17` for `pread64` |
 //! | page-cache events | `pagecache` |
 //! | packets | `packet` |
+//! | block I/O requests of one op | `blockio/read`, `blockio/write`, … |
+//! | run-queue waits | `runqueue` |
+//!
+//! A sender on wire protocol version 2 may add tags to its series (host,
+//! process name, see [`crate::wire::SeriesTags`]); such a series' id is
+//! [`with_tags`] of the plain tag and those tags, so each (source, tag set)
+//! is its own series, and a source without extra tags keeps its plain id.
 //!
 //! The hash is fixed forever (it is not std's randomized hasher), so ids are
 //! the same in every process, recording and store.
 
-use crate::record::KvOpKind;
+use crate::record::{BlockOp, KvOpKind};
 
 /// Stable 64-bit identity of a telemetry source.
 pub type SourceId = u64;
@@ -56,6 +63,47 @@ pub fn packet() -> SourceId {
     fnv1a64(b"packet")
 }
 
+/// Source id of block I/O requests of `op`.
+pub fn blockio(op: BlockOp) -> SourceId {
+    fnv1a64(format!("blockio/{}", op.name()).as_bytes())
+}
+
+/// Source id of an agent's counts of `probe` at `stage` (codes of
+/// [`crate::record::AgentStat`]): `agent/PROBE/STAGE`.
+pub fn agent(probe: u8, stage: u8) -> SourceId {
+    fnv1a64(agent_tag(probe, stage).as_bytes())
+}
+
+/// The tag `agent/PROBE/STAGE` (`?` for codes past the names).
+pub fn agent_tag(probe: u8, stage: u8) -> String {
+    use crate::record::agent_names::{PROBES, STAGES};
+    format!(
+        "agent/{}/{}",
+        PROBES.get(usize::from(probe)).unwrap_or(&"?"),
+        STAGES.get(usize::from(stage)).unwrap_or(&"?")
+    )
+}
+
+/// Source id of run-queue waits.
+pub fn runqueue() -> SourceId {
+    fnv1a64(b"runqueue")
+}
+
+/// Source id of the source whose plain tag is `base` (e.g. `syscall/17`)
+/// with the extra `tags` (sorted by key): FNV-1a 64 of `base` followed, per
+/// tag, by the key's and the value's lengths (u32 little endian) and bytes,
+/// so no two tag sets share an encoding. No tags: the plain id.
+pub fn with_tags(base: &str, tags: &[(&str, &str)]) -> SourceId {
+    let mut bytes = base.as_bytes().to_vec();
+    for (k, v) in tags {
+        for part in [k, v] {
+            bytes.extend_from_slice(&(part.len() as u32).to_le_bytes());
+            bytes.extend_from_slice(part.as_bytes());
+        }
+    }
+    fnv1a64(&bytes)
+}
+
 /// The tag string of a source id among the known fixed sources and syscalls
 /// 0..1024, for printing; `None` if unknown.
 pub fn describe(id: SourceId) -> Option<String> {
@@ -64,9 +112,15 @@ pub fn describe(id: SourceId) -> Option<String> {
         ("kv/write", kv(KvOpKind::Write)),
         ("pagecache", page_cache()),
         ("packet", packet()),
+        ("runqueue", runqueue()),
     ] {
         if v == id {
             return Some(tag.to_string());
+        }
+    }
+    for op in BlockOp::ALL {
+        if blockio(op) == id {
+            return Some(format!("blockio/{}", op.name()));
         }
     }
     (0..1024u32)

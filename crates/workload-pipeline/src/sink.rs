@@ -4,6 +4,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::net::TcpStream;
 
+use telemetry::wire::{self, sender, FrameType, Hello, SeriesTags};
 use telemetry::{Batch, FrameWriter, RecordingHeader, RecordingWriter};
 
 use crate::{Destination, PipelineError};
@@ -34,10 +35,7 @@ pub fn open(
             stream
                 .set_nodelay(true)
                 .map_err(PipelineError::io("setting TCP_NODELAY"))?;
-            Box::new(FrameSink(FrameWriter::new(BufWriter::with_capacity(
-                WRITE_BUFFER_BYTES,
-                stream,
-            ))))
+            Box::new(TaggedSink::start(stream)?)
         }
         Destination::RawToFile(path) => {
             let f = File::create(path)
@@ -78,6 +76,87 @@ impl<W: Write + Send> Sink for FrameSink<W> {
     }
     fn finish(mut self: Box<Self>) -> Result<(), PipelineError> {
         Ok(self.0.flush()?)
+    }
+}
+
+/// Wire version 2 over TCP: a HELLO naming this host, one SERIES giving
+/// every record the tag `comm` (this process's name), so the workloads'
+/// series carry the same `host` and `comm` tags as `loom-agent`'s. Record
+/// times stay the workload's own clock (no wall-clock flag), stored by the
+/// receiver's timestamp mode as before.
+struct TaggedSink {
+    out: BufWriter<TcpStream>,
+    seq: u64,
+    payload: Vec<u8>,
+    frame: Vec<u8>,
+}
+
+/// The series reference of every workload record.
+const WORKLOAD_SERIES: u32 = 1;
+
+impl TaggedSink {
+    fn start(mut stream: TcpStream) -> Result<TaggedSink, PipelineError> {
+        let token = std::env::var("LOOM_AUTH_TOKEN").unwrap_or_default();
+        let hello = Hello {
+            sender_id: telemetry::source::fnv1a64(
+                format!("{}/{}", sender::hostname(), sender::own_comm()).as_bytes(),
+            ),
+            flags: 0,
+            next_seq: 1,
+            token,
+            host: sender::hostname(),
+            agent: format!("{} (workload-pipeline)", sender::own_comm()),
+        };
+        sender::handshake(&mut stream, &hello)?;
+        let comm = sender::own_comm();
+        let tags = SeriesTags::new(WORKLOAD_SERIES, &[("comm", comm.as_str())])?;
+        let mut frame = Vec::new();
+        wire::encode_control(
+            FrameType::Series,
+            0,
+            sender::now_us(),
+            &tags.encode(),
+            &mut frame,
+        )?;
+        let mut out = BufWriter::with_capacity(WRITE_BUFFER_BYTES, stream);
+        out.write_all(&frame)
+            .map_err(PipelineError::io("sending the SERIES frame"))?;
+        Ok(TaggedSink {
+            out,
+            seq: 0,
+            payload: Vec::new(),
+            frame,
+        })
+    }
+}
+
+impl Sink for TaggedSink {
+    fn write(&mut self, batch: &Batch) -> Result<(), PipelineError> {
+        self.payload.clear();
+        batch.encode_payload_into(&mut self.payload);
+        self.frame.clear();
+        self.seq += 1;
+        wire::encode_data_v2(
+            self.seq,
+            WORKLOAD_SERIES,
+            batch.records.len() as u32,
+            batch.arrival_us,
+            &self.payload,
+            &mut self.frame,
+        )?;
+        self.out
+            .write_all(&self.frame)
+            .map_err(PipelineError::io("sending a frame"))
+    }
+    fn flush(&mut self) -> Result<(), PipelineError> {
+        self.out
+            .flush()
+            .map_err(PipelineError::io("flushing frames"))
+    }
+    fn finish(mut self: Box<Self>) -> Result<(), PipelineError> {
+        self.out
+            .flush()
+            .map_err(PipelineError::io("flushing frames"))
     }
 }
 

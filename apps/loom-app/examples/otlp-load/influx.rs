@@ -84,10 +84,12 @@ pub async fn send(client: Client, bodies: Vec<(bytes::Bytes, u64)>) -> Result<Se
     let mut out = Sent::default();
     let start = Instant::now();
     for (body, n) in bodies {
+        let sent_at = Instant::now();
         loop {
             match client.write(body.clone(), n).await {
                 Ok(()) => {
                     out.spans += n;
+                    out.ack_us.push(sent_at.elapsed().as_micros() as u64);
                     break;
                 }
                 Err(e) => {

@@ -50,12 +50,14 @@ impl Decoder for Raw {
 }
 
 /// What one client saw.
-#[derive(Default, Debug, Clone, Copy)]
+#[derive(Default, Debug, Clone)]
 pub struct Sent {
     pub spans: u64,
     pub rejected: u64,
     pub retries: u64,
     pub seconds: f64,
+    /// Per request: from sending it (the first time) to its success, µs.
+    pub ack_us: Vec<u64>,
 }
 
 /// Sends `bodies` (each of `spans[i]` spans) in order; returns when every
@@ -74,6 +76,7 @@ pub async fn send(addr: &str, bodies: Vec<(bytes::Bytes, u64)>) -> Result<Sent, 
     let mut out = Sent::default();
     let start = Instant::now();
     for (body, n) in bodies {
+        let sent_at = Instant::now();
         loop {
             grpc.ready().await.map_err(|e| e.to_string())?;
             match grpc
@@ -88,6 +91,7 @@ pub async fn send(addr: &str, bodies: Vec<(bytes::Bytes, u64)>) -> Result<Sent, 
                         .map_or(0, |p| p.rejected_spans.max(0) as u64);
                     out.rejected += rejected;
                     out.spans += n - rejected;
+                    out.ack_us.push(sent_at.elapsed().as_micros() as u64);
                     break;
                 }
                 Err(s) if s.code() == Code::Unavailable => {

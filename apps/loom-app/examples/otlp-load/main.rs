@@ -154,7 +154,14 @@ async fn main() -> Result<(), String> {
         sent.rejected += s.rejected;
         sent.retries += s.retries;
         sent.seconds = sent.seconds.max(s.seconds);
+        sent.ack_us.extend(s.ack_us);
     }
+    sent.ack_us.sort_unstable();
+    let ack_ms = |q: f64| {
+        let v = &sent.ack_us;
+        let i = ((v.len() as f64 * q).ceil() as usize).clamp(1, v.len().max(1)) - 1;
+        v.get(i).map_or(0.0, |&us| us as f64 / 1000.0)
+    };
     let accepted_s = start.elapsed().as_secs_f64();
     // Stored: every span visible to queries.
     let deadline = Instant::now() + Duration::from_secs(600);
@@ -165,7 +172,7 @@ async fn main() -> Result<(), String> {
     }
     let stored_s = start.elapsed().as_secs_f64();
     println!(
-        "OTLP-INGEST target={:?} clients={} sent={total} accepted={} rejected={} retries={} stored={stored} loss={} accepted_s={accepted_s:.2} accepted_spans/s={:.0} stored_s={stored_s:.2} stored_spans/s={:.0}",
+        "OTLP-INGEST target={:?} clients={} sent={total} accepted={} rejected={} retries={} stored={stored} loss={} accepted_s={accepted_s:.2} accepted_spans/s={:.0} stored_s={stored_s:.2} stored_spans/s={:.0} ack_p50_ms={:.2} ack_p99_ms={:.2}",
         args.target,
         args.clients,
         sent.spans,
@@ -174,6 +181,8 @@ async fn main() -> Result<(), String> {
         total as i64 - stored as i64,
         sent.spans as f64 / accepted_s,
         stored as f64 / stored_s,
+        ack_ms(0.50),
+        ack_ms(0.99),
     );
 
     let (lo, hi) = (t0, t0 + window_ns - 1);

@@ -3,7 +3,8 @@
 //! `--otlp-max-body-bytes`.
 //!
 //! Status codes as the OTLP specification assigns them: UNAVAILABLE
-//! (retryable) when the ingest queue is full or ingest has stopped,
+//! (retryable) when the ingest queue is full, ingest has stopped, or the
+//! records could not be made durable within `--otlp-ack-timeout-ms`,
 //! UNAUTHENTICATED without the token; partial success in the response when
 //! items were refused. Bodies that do not decode and messages over the
 //! limit are refused by tonic before a handler runs; [`refine_status`]
@@ -118,10 +119,7 @@ impl Services {
 }
 
 fn unavailable(o: &Outcome) -> Status {
-    match o {
-        Outcome::Stopped => Status::unavailable("loom-app is shutting down; retry elsewhere"),
-        _ => Status::unavailable("ingest queue full; retry later"),
-    }
+    Status::unavailable(super::intake::retry_message(o))
 }
 
 /// `(rejected, message)` of an accepted request, or the status to answer.
@@ -142,7 +140,7 @@ impl TraceService for Services {
     ) -> Result<Response<ExportTraceServiceResponse>, Status> {
         self.admit(&req)?;
         let converted = otlp::spans::convert(req.get_ref(), &self.intake.context());
-        let (rejected, message) = answer(self.intake.take(converted))?;
+        let (rejected, message) = answer(self.intake.take(converted).await)?;
         Ok(Response::new(ExportTraceServiceResponse {
             partial_success: (rejected > 0).then_some(ExportTracePartialSuccess {
                 rejected_spans: rejected,
@@ -160,7 +158,7 @@ impl LogsService for Services {
     ) -> Result<Response<ExportLogsServiceResponse>, Status> {
         self.admit(&req)?;
         let converted = otlp::logs::convert(req.get_ref(), &self.intake.context());
-        let (rejected, message) = answer(self.intake.take(converted))?;
+        let (rejected, message) = answer(self.intake.take(converted).await)?;
         Ok(Response::new(ExportLogsServiceResponse {
             partial_success: (rejected > 0).then_some(ExportLogsPartialSuccess {
                 rejected_log_records: rejected,
@@ -178,7 +176,7 @@ impl MetricsService for Services {
     ) -> Result<Response<ExportMetricsServiceResponse>, Status> {
         self.admit(&req)?;
         let converted = otlp::metrics::convert(req.get_ref(), &self.intake.context());
-        let (rejected, message) = answer(self.intake.take(converted))?;
+        let (rejected, message) = answer(self.intake.take(converted).await)?;
         Ok(Response::new(ExportMetricsServiceResponse {
             partial_success: (rejected > 0).then_some(ExportMetricsPartialSuccess {
                 rejected_data_points: rejected,

@@ -7,7 +7,8 @@
 //! 413 over `--otlp-max-body-bytes` (also after decompression), 415 for
 //! other content types or encodings, 401 without the token, 408 for a
 //! body that stalls past `--otlp-read-timeout-ms`, and 503 with
-//! `Retry-After` when the ingest queue is full or ingest has stopped.
+//! `Retry-After` when the ingest queue is full, ingest has stopped, or the
+//! records could not be made durable within `--otlp-ack-timeout-ms`.
 //! Error bodies are `google.rpc.Status` messages.
 
 use std::sync::Arc;
@@ -90,15 +91,12 @@ fn bad(
 }
 
 fn throttled(o: &Outcome, encoding: Encoding) -> Response {
-    let message = match o {
-        Outcome::Stopped => "loom-app is shutting down; retry elsewhere",
-        _ => "ingest queue full; retry later",
-    };
+    let message = super::intake::retry_message(o);
     let mut r = error(
         StatusCode::SERVICE_UNAVAILABLE,
         UNAVAILABLE,
         encoding,
-        message.into(),
+        message,
     );
     r.headers_mut()
         .insert(header::RETRY_AFTER, RETRY_AFTER_S.into());
@@ -292,7 +290,7 @@ async fn export(intake: &Intake, signal: Signal, headers: &HeaderMap, body: Body
             )
         }
     };
-    match intake.take(converted) {
+    match intake.take(converted).await {
         Outcome::Accepted { rejected, message } => success(signal, encoding, rejected, message),
         o => throttled(&o, encoding),
     }

@@ -1,25 +1,56 @@
 //! What the gRPC and HTTP servers share: the token check, the conversion
 //! context, and handing converted records to the ingest queue with OTLP's
 //! back-pressure (a full queue is "retry later", never a silent drop).
+//!
+//! With durable acknowledgements (`--otlp-ack durable`, the default) a
+//! request is answered with success only once every record the ingest
+//! thread took from it is in the fsynced intake log (see `intake_log`): the
+//! handler learns the log position that covers its records and waits for
+//! the shared [`DurableMark`] to reach it, at most `--otlp-ack-timeout-ms`;
+//! a request that cannot be made durable in time is answered "retry later"
+//! (its records may still be stored: OTLP delivery is at least once).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crossbeam_channel::{Sender, TrySendError};
+use endpoint::{DurableMark, NotDurable};
 use otlp::{Context, Converted, Registry};
 
 use crate::counters::Counters;
 use crate::ingest::epoch_us;
-use crate::receive::Msg;
+use crate::receive::{Msg, Taken};
 
 /// How long a throttled client is asked to wait, seconds (HTTP
 /// `Retry-After`; gRPC clients back off on UNAVAILABLE by themselves).
 pub const RETRY_AFTER_S: u64 = 1;
 
+/// When an OTLP request is answered with success.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AckMode {
+    /// Once every record taken from it is durable (survives a crash).
+    Durable,
+    /// Once its records are queued for ingest (a crash loses what the
+    /// reorder window holds plus the last persist interval).
+    Queued,
+}
+
+/// How requests are acknowledged.
+pub struct Acks {
+    /// When success is answered.
+    pub mode: AckMode,
+    /// Longest wait for durability before "retry later".
+    pub timeout: Duration,
+    /// The intake log's durable position.
+    pub mark: Arc<DurableMark>,
+}
+
 /// The answer to one export request after conversion.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Outcome {
-    /// Queued; `rejected` items were refused for `message`.
+    /// Stored (durable or queued, as `--otlp-ack` says); `rejected` items
+    /// were refused for `message`.
     Accepted {
         /// Items refused (partial success).
         rejected: u64,
@@ -30,6 +61,8 @@ pub enum Outcome {
     Busy,
     /// Ingest has stopped (shutdown): retry later, elsewhere.
     Stopped,
+    /// The records were taken but could not be made durable in time.
+    NotDurable(NotDurable),
 }
 
 /// Shared by every OTLP request handler.
@@ -39,6 +72,7 @@ pub struct Intake {
     tx: Sender<Msg>,
     counters: Arc<Counters>,
     token: Option<String>,
+    acks: Acks,
     /// Largest request body, bytes (compressed and decompressed).
     pub max_body: usize,
     /// Longest wait for an OTLP/HTTP request body.
@@ -54,6 +88,7 @@ impl Intake {
         counters: Arc<Counters>,
         token: Option<String>,
         (max_body, read_timeout): (usize, std::time::Duration),
+        acks: Acks,
     ) -> Self {
         Intake {
             registry,
@@ -61,6 +96,7 @@ impl Intake {
             tx,
             counters,
             token,
+            acks,
             max_body,
             read_timeout,
         }
@@ -112,37 +148,89 @@ impl Intake {
         }
     }
 
-    /// Queues the converted records; counts what happened.
-    pub fn take(&self, converted: Converted) -> Outcome {
+    /// Hands the converted records to the ingest thread and, with durable
+    /// acknowledgements, waits until they are durable; counts what happened.
+    pub async fn take(&self, converted: Converted) -> Outcome {
         let c = &self.counters;
-        if c.recv.ingest_stopped.load(Ordering::Relaxed) {
+        let throttled = |o: Outcome| {
             c.otlp_throttled.fetch_add(1, Ordering::Relaxed);
-            return Outcome::Stopped;
+            o
+        };
+        if c.recv.ingest_stopped.load(Ordering::Relaxed) {
+            return throttled(Outcome::Stopped);
         }
-        let message = converted.message();
-        let rejected = converted.rejected;
+        let mut message = converted.message();
+        let mut rejected = converted.rejected;
         let n = converted.records.len() as u64;
+        let mut taken = Taken::default();
         if n > 0 {
-            match self.tx.try_send(Msg::Otlp(converted.records)) {
-                Ok(()) => {}
-                Err(TrySendError::Full(_)) => {
-                    c.otlp_throttled.fetch_add(1, Ordering::Relaxed);
-                    return Outcome::Busy;
+            let (answer, answered) = match self.acks.mode {
+                AckMode::Durable => {
+                    let (tx, rx) = tokio::sync::oneshot::channel();
+                    (Some(tx), Some(rx))
                 }
-                Err(TrySendError::Disconnected(_)) => {
-                    c.otlp_throttled.fetch_add(1, Ordering::Relaxed);
-                    return Outcome::Stopped;
+                AckMode::Queued => (None, None),
+            };
+            match self.tx.try_send(Msg::Otlp(converted.records, answer)) {
+                Ok(()) => {}
+                Err(TrySendError::Full(_)) => return throttled(Outcome::Busy),
+                Err(TrySendError::Disconnected(_)) => return throttled(Outcome::Stopped),
+            }
+            c.recv.records_received.fetch_add(n, Ordering::Relaxed);
+            if let Some(rx) = answered {
+                match self.durable(rx).await {
+                    Ok(t) => taken = t,
+                    Err(o) => return throttled(o),
                 }
             }
         }
+        let late = taken.late;
+        let refused = late + taken.not_stored;
+        if late > 0 {
+            add_reason(&mut message, &format!(
+                "{late} items older than their series' newest stored record (later than --otlp-reorder-window-ms allows)"
+            ));
+        }
+        if taken.not_stored > 0 {
+            add_reason(
+                &mut message,
+                &format!("{} items not stored (see loom-app's log)", taken.not_stored),
+            );
+        }
+        rejected += refused;
         c.otlp_requests.fetch_add(1, Ordering::Relaxed);
-        c.otlp_accepted.fetch_add(n, Ordering::Relaxed);
-        c.recv.records_received.fetch_add(n, Ordering::Relaxed);
+        c.otlp_accepted
+            .fetch_add(n - refused.min(n), Ordering::Relaxed);
         c.otlp_rejected.fetch_add(rejected, Ordering::Relaxed);
         if rejected > 0 {
             log::debug!("OTLP partial success: {rejected} refused: {message}");
         }
         Outcome::Accepted { rejected, message }
+    }
+
+    /// Waits for the ingest thread's answer, then for its log position to
+    /// be durable, within the acknowledgement timeout.
+    async fn durable(
+        &self,
+        answered: tokio::sync::oneshot::Receiver<Taken>,
+    ) -> Result<Taken, Outcome> {
+        let start = tokio::time::Instant::now();
+        let limit = self.acks.timeout;
+        let taken = match tokio::time::timeout(limit, answered).await {
+            Ok(Ok(t)) => t,
+            // The ingest thread stopped before taking the records.
+            Ok(Err(_)) => return Err(Outcome::Stopped),
+            Err(_) => return Err(Outcome::NotDurable(NotDurable::TimedOut)),
+        };
+        if let Some(pos) = taken.position {
+            let left = limit.saturating_sub(start.elapsed());
+            self.acks
+                .mark
+                .wait(pos, left)
+                .await
+                .map_err(Outcome::NotDurable)?;
+        }
+        Ok(taken)
     }
 
     /// Counts a request refused as bad.
@@ -157,16 +245,47 @@ impl Intake {
     }
 }
 
+/// The text of a "retry later" answer.
+pub fn retry_message(o: &Outcome) -> String {
+    match o {
+        Outcome::Stopped => "loom-app is shutting down; retry elsewhere".into(),
+        Outcome::NotDurable(why) => format!("not acknowledged: {why}; retry later"),
+        _ => "ingest queue full; retry later".into(),
+    }
+}
+
+/// Appends `reason` to a partial-success message.
+fn add_reason(message: &mut String, reason: &str) {
+    if !message.is_empty() {
+        message.push_str("; ");
+    }
+    message.push_str(reason);
+}
+
 /// Intakes for the OTLP modules' tests.
 #[cfg(test)]
 pub(crate) mod testing {
     use super::*;
 
-    /// An intake with a token (if any) and a queue of `capacity` slots; its
-    /// counters; the queue's receiving end.
+    /// An intake with a token (if any), a queue of `capacity` slots and
+    /// queued acknowledgements; its counters; the queue's receiving end.
     pub(crate) fn intake(
         token: Option<&str>,
         capacity: usize,
+    ) -> (Arc<Intake>, Arc<Counters>, crossbeam_channel::Receiver<Msg>) {
+        let acks = Acks {
+            mode: AckMode::Queued,
+            timeout: std::time::Duration::from_secs(5),
+            mark: Arc::new(DurableMark::new()),
+        };
+        with_acks(token, capacity, acks)
+    }
+
+    /// As [`intake`], acknowledging as `acks` says.
+    pub(crate) fn with_acks(
+        token: Option<&str>,
+        capacity: usize,
+        acks: Acks,
     ) -> (Arc<Intake>, Arc<Counters>, crossbeam_channel::Receiver<Msg>) {
         let (tx, rx) = crossbeam_channel::bounded(capacity);
         let counters = Arc::new(Counters::default());
@@ -177,6 +296,7 @@ pub(crate) mod testing {
             counters.clone(),
             token.map(str::to_string),
             (1 << 20, std::time::Duration::from_secs(10)),
+            acks,
         );
         (Arc::new(i), counters, rx)
     }
@@ -205,8 +325,8 @@ mod tests {
         c
     }
 
-    #[test]
-    fn tokens_queue_and_back_pressure() {
+    #[tokio::test]
+    async fn tokens_queue_and_back_pressure() {
         let (open, _, _rx) = intake(None, 1);
         assert!(open.authorized(None));
         let (i, _, rx) = intake(Some("s3cret"), 1);
@@ -218,7 +338,7 @@ mod tests {
 
         assert_eq!(i.busy(), None);
         assert_eq!(
-            i.take(one_record()),
+            i.take(one_record()).await,
             Outcome::Accepted {
                 rejected: 1,
                 message: "bad".into()
@@ -227,14 +347,83 @@ mod tests {
         // The queue holds one request: the next is told to retry, and
         // nothing of it is counted as accepted or rejected.
         assert_eq!(i.busy(), Some(Outcome::Busy));
-        assert_eq!(i.take(one_record()), Outcome::Busy);
+        assert_eq!(i.take(one_record()).await, Outcome::Busy);
         let c = &i.counters;
         assert_eq!(Counters::get(&c.otlp_accepted), 1);
         assert_eq!(Counters::get(&c.otlp_rejected), 1);
         assert_eq!(Counters::get(&c.otlp_throttled), 2);
         assert_eq!(Counters::get(&c.recv.records_received), 1);
-        assert!(matches!(rx.try_recv(), Ok(Msg::Otlp(r)) if r.len() == 1));
+        assert!(matches!(rx.try_recv(), Ok(Msg::Otlp(r, None)) if r.len() == 1));
         c.recv.ingest_stopped.store(true, Ordering::SeqCst);
-        assert_eq!(i.take(one_record()), Outcome::Stopped);
+        assert_eq!(i.take(one_record()).await, Outcome::Stopped);
+    }
+
+    /// Durable acknowledgements: success only once the position the
+    /// ingest thread names is durable, with its late items refused; a
+    /// position that does not become durable in time, or fails, is
+    /// "retry later", and so is a request the ingest thread never took.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn success_waits_for_the_durable_position() {
+        let mark = Arc::new(DurableMark::new());
+        let acks = Acks {
+            mode: AckMode::Durable,
+            timeout: std::time::Duration::from_millis(300),
+            mark: mark.clone(),
+        };
+        let (i, counters, rx) = super::testing::with_acks(None, 4, acks);
+        // A stand-in for the ingest thread: takes each request, names
+        // position 1 + its number, and reports 1 late item.
+        let ingest = std::thread::spawn(move || {
+            let mut n = 0;
+            while let Ok(Msg::Otlp(_, Some(answer))) = rx.recv() {
+                n += 1;
+                let _ = answer.send(Taken {
+                    position: Some(n),
+                    late: 1,
+                    not_stored: 0,
+                });
+                if n == 3 {
+                    break;
+                }
+            }
+        });
+        let waiting = {
+            let i = i.clone();
+            tokio::spawn(async move { i.take(one_record()).await })
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert!(!waiting.is_finished(), "answered before durable");
+        mark.advance(1);
+        match waiting.await.unwrap() {
+            Outcome::Accepted { rejected, message } => {
+                assert_eq!(rejected, 2, "one invalid, one late");
+                assert!(
+                    message.contains("bad") && message.contains("1 items older"),
+                    "{message}"
+                );
+            }
+            o => panic!("{o:?}"),
+        }
+        // Position 2 never becomes durable: retry later.
+        assert_eq!(
+            i.take(one_record()).await,
+            Outcome::NotDurable(NotDurable::TimedOut)
+        );
+        // Position 3 fails.
+        let failing = {
+            let i = i.clone();
+            tokio::spawn(async move { i.take(one_record()).await })
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        mark.fail(3, 3);
+        assert_eq!(
+            failing.await.unwrap(),
+            Outcome::NotDurable(NotDurable::Failed)
+        );
+        ingest.join().unwrap();
+        // The ingest thread is gone: the request is never taken.
+        assert_eq!(i.take(one_record()).await, Outcome::Stopped);
+        assert_eq!(Counters::get(&counters.otlp_requests), 1);
+        assert_eq!(Counters::get(&counters.otlp_throttled), 3);
     }
 }

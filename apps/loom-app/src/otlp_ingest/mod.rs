@@ -6,9 +6,12 @@
 //! each request with the `otlp` crate (series admitted by the shared
 //! [`otlp::Registry`], which enforces `--otlp-max-series`) and queue the
 //! records on the ingest queue as one [`crate::receive::Msg::Otlp`]. The
-//! ingest thread stores them through [`OtlpStage`]. A full queue answers
-//! "retry later" (gRPC UNAVAILABLE, HTTP 503 + Retry-After), refused items
-//! are reported in OTLP's partial-success response; both are counted.
+//! ingest thread logs them in the intake log and stores them through
+//! [`OtlpStage`]; the handler answers success once they are durable
+//! (`--otlp-ack durable`, the default; see `intake.rs`). A full queue or a
+//! request not durable in time answers "retry later" (gRPC UNAVAILABLE,
+//! HTTP 503 + Retry-After), refused items (late ones included) are
+//! reported in OTLP's partial-success response; all are counted.
 
 mod grpc;
 mod http;
@@ -21,7 +24,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-pub use intake::Intake;
+pub use intake::{AckMode, Acks, Intake};
 pub use stage::OtlpStage;
 
 use crate::cli::Cli;

@@ -2,6 +2,13 @@
 //! sight (its schema from the registry), holds records in a reorder stage
 //! of its own (OTLP times are always the data's own, whatever
 //! `--timestamps` says) and pushes them in time order per series.
+//!
+//! A record older than its series' newest stored record came later than
+//! the window allowed: it is refused and counted as late when the request
+//! is taken, so the request's answer reports it, and never stored at
+//! another time. A record not older than that is never refused later: the
+//! stage releases each series in time order, so nothing newer of its
+//! series can be stored before it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,14 +17,29 @@ use loom::{SourceId, Writer};
 use otlp::{Registry, Shaped};
 
 use crate::ingest::{Source, Tally};
-use crate::reorder::{Reorder, Timed};
+use crate::intake_log::{FileNo, IntakeLog};
+use crate::reorder::{Keyed, Reorder, Timed};
+
+/// An OTLP record on its way to the engine, with the intake-log file that
+/// holds it (0 when there is no log).
+pub struct Held {
+    file: FileNo,
+    rec: Shaped,
+}
+
+impl Keyed for Held {
+    type Key = u64;
+    fn key(&self) -> u64 {
+        self.rec.source
+    }
+}
 
 /// OTLP records on their way into the engine.
 pub struct OtlpStage {
     registry: Arc<Registry>,
     series: HashMap<u64, Source>,
-    reorder: Option<Reorder<Shaped>>,
-    ready: Vec<Timed<Shaped>>,
+    reorder: Option<Reorder<Held>>,
+    ready: Vec<Timed<Held>>,
     errors: u64,
 }
 
@@ -33,32 +55,118 @@ impl OtlpStage {
         }
     }
 
-    /// Takes the records of one request; returns what was stored now.
-    pub fn take(&mut self, w: &mut Writer, mut records: Vec<Shaped>) -> Tally {
-        let mut t = Tally::default();
+    /// Declares the series of one request's records and keeps those that
+    /// can be stored at their own time: records of a series that cannot be
+    /// declared are counted as skipped, late ones (older than their
+    /// series' newest stored record) as late.
+    pub fn admit(
+        &mut self,
+        w: &mut Writer,
+        mut records: Vec<Shaped>,
+        t: &mut Tally,
+    ) -> Vec<Shaped> {
         self.declare_new(w, &records);
         let before = records.len();
         records.retain(|r| self.series.contains_key(&r.source));
         t.skipped += (before - records.len()) as u64;
+        let before = records.len();
+        records.retain(|r| {
+            self.series
+                .get(&r.source)
+                .is_some_and(|s| r.time_us >= s.last_ts())
+        });
+        t.late += (before - records.len()) as u64;
+        records
+    }
+
+    /// Stores or holds admitted records (kept in intake-log `file`, 0: none),
+    /// then stores whatever the window releases; pushed records are
+    /// reported to `log`.
+    pub fn add(
+        &mut self,
+        w: &mut Writer,
+        records: Vec<Shaped>,
+        file: FileNo,
+        t: &mut Tally,
+        log: Option<&mut IntakeLog>,
+    ) {
         match self.reorder.as_mut() {
             Some(stage) => {
-                for r in records {
-                    stage.add(r.time_us, r);
+                for rec in records {
+                    stage.add(rec.time_us, Held { file, rec });
                 }
                 let mut ready = std::mem::take(&mut self.ready);
                 stage.release(&mut ready);
-                for (ts, r) in ready.drain(..) {
-                    self.store(w, ts, &r, &mut t);
-                }
+                self.store_all(w, &mut ready, t, log);
                 self.ready = ready;
             }
             None => {
+                let n = records.len() as u64;
                 for r in &records {
-                    self.store(w, r.time_us, r, &mut t);
+                    self.store(w, r.time_us, r, t);
+                }
+                if let Some(log) = log {
+                    log.pushed(file, n);
                 }
             }
         }
-        t
+    }
+
+    /// Records an earlier run logged and did not store: each goes through
+    /// the window again unless its series already holds a record at its
+    /// time or later (stored before the crash). Returns how many are taken,
+    /// and what was stored of them now.
+    pub fn replay(
+        &mut self,
+        w: &mut Writer,
+        left: Vec<(FileNo, Shaped)>,
+        log: &mut IntakeLog,
+    ) -> (u64, Tally) {
+        let mut by_file: Vec<(FileNo, Vec<Shaped>)> = Vec::new();
+        for (f, r) in left {
+            match by_file.last_mut() {
+                Some((g, v)) if *g == f => v.push(r),
+                _ => by_file.push((f, vec![r])),
+            }
+        }
+        let mut taken = 0;
+        let mut t = Tally::default();
+        for (file, mut records) in by_file {
+            self.declare_new(w, &records);
+            records.retain(|r| {
+                self.series
+                    .get(&r.source)
+                    .is_some_and(|s| r.time_us > s.last_ts())
+            });
+            taken += records.len() as u64;
+            log.replayed(file, records.len() as u64);
+            self.add(w, records, file, &mut t, Some(log));
+        }
+        (taken, t)
+    }
+
+    /// Pushes released records in order and reports them to `log`.
+    fn store_all(
+        &mut self,
+        w: &mut Writer,
+        ready: &mut Vec<Timed<Held>>,
+        t: &mut Tally,
+        mut log: Option<&mut IntakeLog>,
+    ) {
+        let mut run: (FileNo, u64) = (0, 0);
+        for (ts, h) in ready.drain(..) {
+            self.store(w, ts, &h.rec, t);
+            if h.file != run.0 {
+                if let Some(log) = log.as_deref_mut() {
+                    log.pushed(run.0, run.1);
+                }
+                run = (h.file, 0);
+            }
+            run.1 += 1;
+        }
+        if let Some(log) = log {
+            log.pushed(run.0, run.1);
+        }
     }
 
     /// Declares every series of `records` not seen yet, all in one catalog
@@ -111,14 +219,12 @@ impl OtlpStage {
     }
 
     /// Stores everything held (idle senders, end of ingest).
-    pub fn flush(&mut self, w: &mut Writer) -> Tally {
+    pub fn flush(&mut self, w: &mut Writer, log: Option<&mut IntakeLog>) -> Tally {
         let mut t = Tally::default();
         if let Some(stage) = self.reorder.as_mut() {
             let mut ready = Vec::new();
             stage.flush(&mut ready);
-            for (ts, r) in &ready {
-                self.store(w, *ts, r, &mut t);
-            }
+            self.store_all(w, &mut ready, &mut t, log);
         }
         t
     }

@@ -5,7 +5,7 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -26,7 +26,8 @@ pub struct App {
 
 impl App {
     /// Starts loom-app on `store` with every endpoint on a free loopback
-    /// port, plus `extra` flags; waits until it listens.
+    /// port, plus `extra` flags (persisting every 200 ms unless they say
+    /// otherwise); waits until it listens.
     pub fn start(store: &Path, extra: &[&str]) -> App {
         let mut child = Command::new(env!("CARGO_BIN_EXE_loom-app"))
             .args([
@@ -42,9 +43,13 @@ impl App {
                 "probe-effect",
                 "--report-interval-s",
                 "1",
-                "--persist-interval-ms",
-                "200",
             ])
+            .args(
+                (!extra.contains(&"--persist-interval-ms"))
+                    .then_some(["--persist-interval-ms", "200"])
+                    .into_iter()
+                    .flatten(),
+            )
             .args(extra)
             .arg("--loom-path")
             .arg(store)
@@ -111,6 +116,46 @@ impl Drop for App {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The venv with the pinned SDK; built on first use (needs python3-venv
+/// and PyPI access), rebuilt when requirements.txt changes.
+pub fn venv_python() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let venv = root.join("target/otlp-venv");
+    let py = venv.join("bin/python");
+    let req = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/otlp/requirements.txt");
+    let want = std::fs::read_to_string(&req).expect("read requirements.txt");
+    let stamp = venv.join("requirements.installed");
+    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(want.as_str()) && py.exists() {
+        return py;
+    }
+    let _ = std::fs::remove_dir_all(&venv);
+    let s = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .status()
+        .unwrap_or_else(|e| {
+            panic!("python3 not runnable ({e}): install python3 and python3-venv (scripts/install-deps.sh)")
+        });
+    assert!(
+        s.success(),
+        "python3 -m venv {} failed: install python3-venv (scripts/install-deps.sh)",
+        venv.display()
+    );
+    let o = Command::new(venv.join("bin/pip"))
+        .args(["install", "-q", "--disable-pip-version-check", "-r"])
+        .arg(&req)
+        .output()
+        .expect("run pip");
+    assert!(
+        o.status.success(),
+        "pip install -r {} failed (needs PyPI access): {}",
+        req.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    std::fs::write(&stamp, want).expect("write the venv stamp");
+    py
 }
 
 /// `application/x-www-form-urlencoded` text of `s`.

@@ -3,6 +3,7 @@
 use std::time::Instant;
 
 use crate::error::{Error, Result};
+use crate::parse::TextLimits;
 
 /// Bounds of one query.
 #[derive(Debug, Clone, Copy)]
@@ -11,6 +12,10 @@ pub struct Limits {
     pub deadline: Option<Instant>,
     /// Most rows a statement may return (per statement, all series).
     pub max_rows: usize,
+    /// Bounds on the query's text (length, statement count), checked
+    /// while parsing; nesting depth has a fixed bound,
+    /// [`MAX_DEPTH`](crate::parse::MAX_DEPTH).
+    pub text: TextLimits,
 }
 
 impl Default for Limits {
@@ -18,6 +23,7 @@ impl Default for Limits {
         Limits {
             deadline: None,
             max_rows: 1_000_000,
+            text: TextLimits::default(),
         }
     }
 }

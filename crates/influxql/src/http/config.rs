@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::parse::TextLimits;
+
 /// Settings of the HTTP endpoint; `Default` gives the documented defaults.
 #[derive(Debug, Clone)]
 pub struct HttpConfig {
@@ -19,6 +21,8 @@ pub struct HttpConfig {
     pub read_timeout: Duration,
     /// Queries run at once; more wait.
     pub query_threads: usize,
+    /// Bounds on a query's text (length, statements); over them is a 400.
+    pub text_limits: TextLimits,
 }
 
 impl Default for HttpConfig {
@@ -30,6 +34,7 @@ impl Default for HttpConfig {
             max_body_bytes: 1 << 20,
             read_timeout: Duration::from_secs(10),
             query_threads: 2,
+            text_limits: TextLimits::default(),
         }
     }
 }

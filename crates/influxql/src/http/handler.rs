@@ -25,7 +25,10 @@ pub fn handle(reader: &Reader, cfg: &HttpConfig, req: &Request) -> Response {
 }
 
 fn route(reader: &Reader, cfg: &HttpConfig, req: &Request) -> Response {
-    let params = req.params();
+    let params = match req.params() {
+        Ok(p) => p,
+        Err(e) => return Response::error(400, &e),
+    };
     if let Some(token) = &cfg.auth_token {
         if !authorized(req, &params, token) {
             let mut r = Response::error(401, "authorization failed");
@@ -68,6 +71,7 @@ fn query(reader: &Reader, cfg: &HttpConfig, params: &[(String, String)]) -> Resp
     let limits = Limits {
         deadline: Some(Instant::now() + cfg.query_timeout),
         max_rows: cfg.max_rows,
+        text: cfg.text_limits,
     };
     let snap = reader.snapshot();
     match crate::query::run(&snap, q, crate::query::now_ns(), &limits) {

@@ -18,6 +18,7 @@ use tokio::sync::{oneshot, Semaphore};
 use super::config::HttpConfig;
 use super::handler::handle;
 use super::message::{Request, Response};
+use crate::parse::depth::SMALLEST_QUERY_STACK;
 
 /// A running server; dropping it (or `stop`) shuts it down.
 pub struct ServerHandle {
@@ -130,6 +131,10 @@ pub fn serve(
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .max_blocking_threads(cfg.query_threads.max(1) + 1)
+        // Queries run on these threads: their stack is the one the parser's
+        // depth bound is measured against (`parse::depth`), so set it here
+        // rather than inherit a default that may change.
+        .thread_stack_size(SMALLEST_QUERY_STACK)
         .thread_name("loom-http")
         .enable_all()
         .build()?;

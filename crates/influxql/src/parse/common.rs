@@ -14,6 +14,9 @@ pub struct Fail<'a> {
     pub input: &'a str,
     /// What was expected; `None` for a plain backtracking miss.
     pub expected: Option<String>,
+    /// A bound of the parser was hit (see [`super::depth`]): the whole
+    /// message, reported as it is instead of "expected …".
+    pub bound: Option<String>,
 }
 
 impl<'a> ParseError<&'a str> for Fail<'a> {
@@ -21,6 +24,7 @@ impl<'a> ParseError<&'a str> for Fail<'a> {
         Fail {
             input,
             expected: None,
+            bound: None,
         }
     }
 
@@ -85,6 +89,7 @@ pub fn expect<'a, T>(
             Err(nom::Err::Error(_)) => Err(nom::Err::Failure(Fail {
                 input: at,
                 expected: Some(what.to_string()),
+                bound: None,
             })),
             other => other,
         }
@@ -96,6 +101,7 @@ pub fn fail_at<T>(input: &str, message: impl Into<String>) -> PResult<'_, T> {
     Err(nom::Err::Failure(Fail {
         input: input.trim_start(),
         expected: Some(message.into()),
+        bound: None,
     }))
 }
 

@@ -6,6 +6,7 @@ use nom::branch::alt;
 use nom::combinator::map;
 
 use super::common::{expect, fail_at, keyword, token, ws, PResult};
+use super::depth::{Depth, MAX_DEPTH};
 use super::identifier::{identifier, Ident};
 use super::literal::{literal, Literal};
 
@@ -27,14 +28,14 @@ pub enum Expr {
     Literal(Literal),
     /// `now()`.
     Now,
-    /// `lhs + rhs` or `lhs - rhs`; the parser nests to the left only.
+    /// `first op₁ t₁ op₂ t₂ …`, evaluated left to right. The whole chain is
+    /// one node, so its length costs no depth (see [`super::depth`]); the
+    /// parser never puts arithmetic inside it.
     Arith {
-        /// Left operand.
-        lhs: Box<Expr>,
-        /// The operator.
-        op: ArithOp,
-        /// Right operand (never itself arithmetic).
-        rhs: Box<Expr>,
+        /// The leftmost operand.
+        first: Box<Expr>,
+        /// Each operator with the operand on its right, in order.
+        rest: Vec<(ArithOp, Expr)>,
     },
 }
 
@@ -44,12 +45,16 @@ impl fmt::Display for Expr {
             Expr::Identifier(i) => write!(f, "{i}"),
             Expr::Literal(l) => write!(f, "{l}"),
             Expr::Now => f.write_str("now()"),
-            Expr::Arith { lhs, op, rhs } => {
-                let op = match op {
-                    ArithOp::Add => "+",
-                    ArithOp::Sub => "-",
-                };
-                write!(f, "{lhs} {op} {rhs}")
+            Expr::Arith { first, rest } => {
+                write!(f, "{first}")?;
+                for (op, e) in rest {
+                    let op = match op {
+                        ArithOp::Add => "+",
+                        ArithOp::Sub => "-",
+                    };
+                    write!(f, " {op} {e}")?;
+                }
+                Ok(())
             }
         }
     }
@@ -70,24 +75,26 @@ fn term(i: &str) -> PResult<'_, Expr> {
     ))(i)
 }
 
-/// An operand: terms joined by `+` / `-`.
+/// An operand: terms joined by `+` / `-`, as one chain.
 pub fn expr(i: &str) -> PResult<'_, Expr> {
-    let (mut i, mut lhs) = term(i)?;
+    let (mut i, first) = term(i)?;
+    let mut rest = Vec::new();
     loop {
         let op = match alt((token("+"), token("-")))(i) {
-            Ok((rest, "+")) => (rest, ArithOp::Add),
-            Ok((rest, _)) => (rest, ArithOp::Sub),
-            Err(nom::Err::Error(_)) => return Ok((i, lhs)),
+            Ok((after, "+")) => (after, ArithOp::Add),
+            Ok((after, _)) => (after, ArithOp::Sub),
+            Err(nom::Err::Error(_)) => break,
             Err(e) => return Err(e),
         };
-        let (rest, rhs) = expect("an operand after '+' or '-'", term)(op.0)?;
-        lhs = Expr::Arith {
-            lhs: Box::new(lhs),
-            op: op.1,
-            rhs: Box::new(rhs),
-        };
-        i = rest;
+        let (after, rhs) = expect("an operand after '+' or '-'", term)(op.0)?;
+        rest.push((op.1, rhs));
+        i = after;
     }
+    if rest.is_empty() {
+        return Ok((i, first));
+    }
+    let first = Box::new(first);
+    Ok((i, Expr::Arith { first, rest }))
 }
 
 /// A comparison operator.
@@ -121,7 +128,9 @@ impl CompareOp {
     }
 }
 
-/// A WHERE condition.
+/// A WHERE condition. `AND` and `OR` chains are one node each (two or
+/// more operands, in the order written), so a long chain costs no depth;
+/// only parentheses nest.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Condition {
     /// `lhs op rhs`.
@@ -133,38 +142,52 @@ pub enum Condition {
         /// Right operand.
         rhs: Expr,
     },
-    /// Both hold.
-    And(Box<Condition>, Box<Condition>),
-    /// Either holds.
-    Or(Box<Condition>, Box<Condition>),
+    /// Every operand holds.
+    And(Vec<Condition>),
+    /// At least one operand holds.
+    Or(Vec<Condition>),
 }
 
 impl fmt::Display for Condition {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Condition::Compare { lhs, op, rhs } => write!(f, "{lhs} {} {rhs}", op.as_str()),
-            Condition::And(l, r) => {
-                // AND binds tighter than OR and nests to the left: parenthesise
-                // exactly where re-parsing would otherwise build another tree.
-                match **l {
-                    Condition::Or(..) => write!(f, "({l})")?,
-                    _ => write!(f, "{l}")?,
-                }
-                f.write_str(" AND ")?;
-                match **r {
-                    Condition::Compare { .. } => write!(f, "{r}"),
-                    _ => write!(f, "({r})"),
-                }
-            }
-            Condition::Or(l, r) => {
-                write!(f, "{l} OR ")?;
-                match **r {
-                    Condition::Or(..) => write!(f, "({r})"),
-                    _ => write!(f, "{r}"),
-                }
-            }
+        write_condition(self, f, 0)
+    }
+}
+
+/// Prints `c` at nesting `level`. Parentheses go exactly where re-parsing
+/// would otherwise build another tree: around a chain inside a chain,
+/// except an AND chain inside an OR chain (AND binds tighter). A tree
+/// deeper than the parser builds (only code can make one) prints `…` past
+/// [`MAX_DEPTH`] levels of chains instead of exhausting the stack.
+fn write_condition(c: &Condition, f: &mut fmt::Formatter<'_>, level: usize) -> fmt::Result {
+    let (items, sep) = match c {
+        Condition::Compare { lhs, op, rhs } => {
+            return write!(f, "{lhs} {} {rhs}", op.as_str());
+        }
+        Condition::And(items) => (items, " AND "),
+        Condition::Or(items) => (items, " OR "),
+    };
+    // The parser builds chains at levels 0 ..= MAX_DEPTH.
+    if level > MAX_DEPTH {
+        return f.write_str("…");
+    }
+    for (k, item) in items.iter().enumerate() {
+        if k > 0 {
+            f.write_str(sep)?;
+        }
+        let bare = matches!(
+            (c, item),
+            (_, Condition::Compare { .. }) | (Condition::Or(_), Condition::And(_))
+        );
+        if bare {
+            write_condition(item, f, level + 1)?;
+        } else {
+            f.write_str("(")?;
+            write_condition(item, f, level + 1)?;
+            f.write_str(")")?;
         }
     }
+    Ok(())
 }
 
 fn compare_op(i: &str) -> PResult<'_, CompareOp> {
@@ -193,6 +216,7 @@ fn compare_op(i: &str) -> PResult<'_, CompareOp> {
     Err(nom::Err::Error(super::common::Fail {
         input: i,
         expected: None,
+        bound: None,
     }))
 }
 
@@ -203,32 +227,102 @@ fn comparison(i: &str) -> PResult<'_, Condition> {
     Ok((i, Condition::Compare { lhs, op, rhs }))
 }
 
-fn primary(i: &str) -> PResult<'_, Condition> {
-    if let Ok((rest, _)) = token("(")(i) {
-        let (rest, c) = expect("a condition", condition)(rest)?;
-        let (rest, _) = expect("')'", token(")"))(rest)?;
-        return Ok((rest, c));
-    }
-    comparison(i)
+/// One open level of parentheses while parsing a condition: the operands
+/// of the OR chain so far and of the AND chain being read, and the level's
+/// depth.
+struct Level {
+    ors: Vec<Condition>,
+    ands: Vec<Condition>,
+    depth: Depth,
 }
 
-fn conjunction(i: &str) -> PResult<'_, Condition> {
-    let (mut i, mut c) = primary(i)?;
-    while let Ok((rest, _)) = keyword("AND")(i) {
-        let (rest, r) = expect("a condition after AND", primary)(rest)?;
-        c = Condition::And(Box::new(c), Box::new(r));
-        i = rest;
+impl Level {
+    fn new(depth: Depth) -> Level {
+        Level {
+            ors: Vec::new(),
+            ands: Vec::new(),
+            depth,
+        }
     }
-    Ok((i, c))
+
+    /// The level's condition: its AND chain closes the OR chain.
+    fn finish(mut self) -> Condition {
+        self.ors.push(chain_node(self.ands, Condition::And));
+        chain_node(self.ors, Condition::Or)
+    }
 }
 
-/// A condition: comparisons joined by AND / OR, with parentheses.
-pub fn condition(i: &str) -> PResult<'_, Condition> {
-    let (mut i, mut c) = conjunction(i)?;
-    while let Ok((rest, _)) = keyword("OR")(i) {
-        let (rest, r) = expect("a condition after OR", conjunction)(rest)?;
-        c = Condition::Or(Box::new(c), Box::new(r));
-        i = rest;
+/// A single operand is returned as it is; two or more become `node`.
+fn chain_node(mut items: Vec<Condition>, node: fn(Vec<Condition>) -> Condition) -> Condition {
+    if items.len() == 1 {
+        items.remove(0)
+    } else {
+        node(items)
     }
-    Ok((i, c))
+}
+
+/// A condition: comparisons joined by AND / OR (AND binds tighter), with
+/// parentheses, starting at nesting `depth` (see [`super::depth`]).
+///
+/// Iterative: open parentheses are a stack of [`Level`]s on the heap, so
+/// parsing uses the same stack at any depth; [`Depth`] still bounds the
+/// nesting, for the walks over the tree after parsing.
+pub fn condition(i: &str, depth: Depth) -> PResult<'_, Condition> {
+    let mut levels = vec![Level::new(depth)];
+    let mut i = i;
+    // What the next operand follows, for "expected …" messages; `None` at
+    // the very start, where a miss is the caller's to report.
+    let mut after: Option<&'static str> = None;
+    loop {
+        // An operand: open parentheses, then a comparison.
+        loop {
+            let Some(top) = levels.last() else {
+                return fail_at(i, "a condition");
+            };
+            let Ok((rest, _)) = token("(")(i) else { break };
+            let d = top.depth.enter(i)?;
+            levels.push(Level::new(d));
+            after = Some("a condition");
+            i = rest;
+        }
+        let (rest, c) = match comparison(i) {
+            Ok(ok) => ok,
+            Err(nom::Err::Error(e)) => match after {
+                None => return Err(nom::Err::Error(e)),
+                Some(what) => return fail_at(i, what),
+            },
+            Err(e) => return Err(e),
+        };
+        i = rest;
+        let Some(mut top) = levels.pop() else {
+            return fail_at(i, "a condition");
+        };
+        top.ands.push(c);
+        // After an operand: AND, OR, a closing parenthesis, or the end.
+        loop {
+            if let Ok((rest, _)) = keyword("AND")(i) {
+                after = Some("a condition after AND");
+                i = rest;
+                break;
+            }
+            if let Ok((rest, _)) = keyword("OR")(i) {
+                top.ors
+                    .push(chain_node(std::mem::take(&mut top.ands), Condition::And));
+                after = Some("a condition after OR");
+                i = rest;
+                break;
+            }
+            let Some(parent) = levels.last_mut() else {
+                return Ok((i, top.finish()));
+            };
+            let (rest, _) = expect("')'", token(")"))(i)?;
+            parent.ands.push(top.finish());
+            i = rest;
+            let Some(next) = levels.pop() else {
+                return fail_at(i, "a condition");
+            };
+            top = next;
+        }
+        levels.push(top);
+    }
 }

@@ -92,8 +92,9 @@ pub fn number(i: &str) -> PResult<'_, Literal> {
     let (rest, text) = recognize(pair(digit1, opt(pair(char('.'), digit1))))(i)?;
     let sign: i128 = if neg.is_some() { -1 } else { 1 };
     if text.contains('.') {
-        let Ok(v) = text.parse::<f64>() else {
-            return fail_at(start, "a number");
+        let v = match text.parse::<f64>() {
+            Ok(v) if v.is_finite() => v,
+            _ => return fail_at(start, "a number that fits a 64-bit float"),
         };
         return Ok((rest, Literal::Float(v * sign as f64)));
     }
@@ -131,6 +132,7 @@ pub fn duration(i: &str) -> PResult<'_, Duration> {
         _ => Err(nom::Err::Error(super::common::Fail {
             input: i,
             expected: None,
+            bound: None,
         })),
     }
 }

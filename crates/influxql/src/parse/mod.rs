@@ -3,6 +3,7 @@
 //! identity.
 
 pub mod common;
+pub mod depth;
 pub mod expression;
 pub mod identifier;
 pub mod literal;
@@ -10,6 +11,7 @@ pub mod select;
 pub mod show;
 pub mod statement;
 
+pub use depth::{Depth, TextLimits, MAX_DEPTH};
 pub use expression::{ArithOp, CompareOp, Condition, Expr};
 pub use identifier::Ident;
 pub use literal::{Duration, Literal};
@@ -17,4 +19,4 @@ pub use select::{
     CallArg, Dimension, Fill, MeasurementRef, Projected, Projection, SelectStatement,
 };
 pub use show::ShowStatement;
-pub use statement::{parse_statement, parse_statements, Statement};
+pub use statement::{parse_statement, parse_statements, parse_statements_within, Statement};

@@ -7,6 +7,7 @@ use nom::branch::alt;
 use nom::combinator::map;
 
 use super::common::{expect, fail_at, keyword, token, PResult};
+use super::depth::Depth;
 use super::expression::{condition, expr, Condition, Expr};
 use super::identifier::{identifier, Ident};
 use super::literal::{duration, number, unsigned, Duration, Literal};
@@ -335,8 +336,9 @@ fn fill(i: &str) -> PResult<'_, Fill> {
     Ok((i, f))
 }
 
-/// `SELECT …` up to the end of the statement.
-pub fn select(i: &str) -> PResult<'_, SelectStatement> {
+/// `SELECT …` up to the end of the statement, at nesting `depth` (see
+/// [`super::depth`]).
+pub fn select(i: &str, depth: Depth) -> PResult<'_, SelectStatement> {
     let (i, _) = keyword("SELECT")(i)?;
     let (mut i, first) = expect("a field, a function call or *", projection)(i)?;
     let mut fields = vec![first];
@@ -364,7 +366,7 @@ pub fn select(i: &str) -> PResult<'_, SelectStatement> {
         offset: None,
     };
     if let Ok((rest, _)) = keyword("WHERE")(i) {
-        let (rest, c) = expect("a condition", condition)(rest)?;
+        let (rest, c) = expect("a condition", |i| condition(i, depth))(rest)?;
         s.condition = Some(c);
         i = rest;
     }

@@ -3,6 +3,7 @@
 use std::fmt;
 
 use super::common::{found, token, ws, Fail};
+use super::depth::{Depth, TextLimits};
 use super::select::{select, SelectStatement};
 use super::show::{show, ShowStatement};
 use crate::error::{Error, Result};
@@ -27,16 +28,43 @@ impl fmt::Display for Statement {
 
 fn to_error(full: &str, f: Fail<'_>) -> Error {
     let pos = full.len() - f.input.len();
-    let message = match f.expected {
-        Some(e) => format!("expected {e}, found {}", found(f.input)),
-        None => format!("unexpected {}", found(f.input)),
+    let message = match (f.bound, f.expected) {
+        (Some(bound), _) => bound,
+        (None, Some(e)) => format!("expected {e}, found {}", found(f.input)),
+        (None, None) => format!("unexpected {}", found(f.input)),
     };
     Error::Parse { pos, message }
 }
 
 /// Parses every `;`-separated statement of `text` (a trailing `;` is
-/// allowed). The first error stops parsing and carries its byte position.
+/// allowed) within the default [`TextLimits`] and [`MAX_DEPTH`](super::depth::MAX_DEPTH).
+/// The first error stops parsing and carries its byte position.
 pub fn parse_statements(text: &str) -> Result<Vec<Statement>> {
+    parse_statements_within(text, &TextLimits::default())
+}
+
+/// [`parse_statements`] within `limits`: a longer text is refused before
+/// parsing starts, one statement too many as soon as it begins, each
+/// naming the limit.
+pub fn parse_statements_within(text: &str, limits: &TextLimits) -> Result<Vec<Statement>> {
+    if text.len() > limits.max_bytes {
+        return Err(Error::Parse {
+            pos: limits.max_bytes,
+            message: format!(
+                "query of {} bytes is longer than the limit of {} bytes",
+                text.len(),
+                limits.max_bytes
+            ),
+        });
+    }
+    // InfluxDB's scanner reads NUL as the end of the text; refuse it by
+    // name rather than parse something the client did not mean.
+    if let Some(pos) = text.find('\0') {
+        return Err(Error::Parse {
+            pos,
+            message: "a NUL character, which a query may not contain".into(),
+        });
+    }
     let mut out = Vec::new();
     let mut i = text;
     loop {
@@ -50,7 +78,16 @@ pub fn parse_statements(text: &str) -> Result<Vec<Statement>> {
             }
             return Ok(out);
         }
-        let parsed = match select(rest) {
+        if out.len() >= limits.max_statements {
+            return Err(Error::Parse {
+                pos: text.len() - rest.len(),
+                message: format!(
+                    "more than {} statements in one query (the limit)",
+                    limits.max_statements
+                ),
+            });
+        }
+        let parsed = match select(rest, Depth::top()) {
             Ok((r, s)) => Ok((r, Statement::Select(Box::new(s)))),
             Err(nom::Err::Failure(f)) => Err(f),
             Err(_) => match show(rest) {
@@ -59,6 +96,7 @@ pub fn parse_statements(text: &str) -> Result<Vec<Statement>> {
                 Err(_) => Err(Fail {
                     input: rest,
                     expected: Some("SELECT or SHOW".into()),
+                    bound: None,
                 }),
             },
         };
@@ -76,6 +114,7 @@ pub fn parse_statements(text: &str) -> Result<Vec<Statement>> {
                     Fail {
                         input: r,
                         expected: Some("';' or the end of the statement".into()),
+                        bound: None,
                     },
                 ))
             }

@@ -179,26 +179,57 @@ pub struct Filters {
     pub fields: Vec<FieldPredicate>,
 }
 
-/// Evaluates a time expression to ns: literals, `now()`, `±` durations.
-fn time_value(e: &Expr, now_ns: i128) -> Result<i128> {
-    match e {
-        Expr::Now => Ok(now_ns),
-        Expr::Literal(Literal::Integer(v)) => Ok(*v),
-        Expr::Literal(Literal::Duration(d)) => Ok(i128::from(d.0)),
-        Expr::Literal(Literal::Float(f)) => Ok(*f as i128),
-        Expr::Literal(Literal::String(s)) => parse_rfc3339(s),
-        Expr::Arith { lhs, op, rhs } => {
-            let l = time_value(lhs, now_ns)?;
-            let r = time_value(rhs, now_ns)?;
-            Ok(match op {
-                ArithOp::Add => l + r,
-                ArithOp::Sub => l - r,
-            })
+/// Largest magnitude a time operand or result may have, in ns (about
+/// 3·10¹¹ years): far past anything a 64-bit ns clock or Loom's µs can
+/// hold, small enough that sums of a query's operands never overflow.
+const TIME_LIMIT_NS: i128 = 1 << 100;
+
+fn time_operand(e: &Expr, now_ns: i128) -> Result<i128> {
+    let ns = match e {
+        Expr::Now => now_ns,
+        Expr::Literal(Literal::Integer(v)) => *v,
+        Expr::Literal(Literal::Duration(d)) => i128::from(d.0),
+        Expr::Literal(Literal::Float(f)) if f.abs() < TIME_LIMIT_NS as f64 => *f as i128,
+        Expr::Literal(Literal::Float(f)) => {
+            return Err(Error::Plan(format!("time {f} is out of range")));
         }
-        Expr::Identifier(i) => Err(Error::Unsupported(format!(
-            "comparing time with the identifier {i}"
-        ))),
+        Expr::Literal(Literal::String(s)) => parse_rfc3339(s)?,
+        Expr::Arith { .. } => {
+            return Err(Error::Unsupported(format!("nested time arithmetic ({e})")))
+        }
+        Expr::Identifier(i) => {
+            return Err(Error::Unsupported(format!(
+                "comparing time with the identifier {i}"
+            )))
+        }
+    };
+    Ok(ns)
+}
+
+/// Evaluates a time expression to ns: literals, `now()`, `±` durations,
+/// left to right without recursion; a value or partial sum beyond
+/// ±2¹⁰⁰ ns is refused rather than wrapped.
+fn time_value(e: &Expr, now_ns: i128) -> Result<i128> {
+    let (first, rest) = match e {
+        Expr::Arith { first, rest } => (&**first, &rest[..]),
+        e => (e, &[][..]),
+    };
+    let in_range = |v: i128| {
+        if v.abs() <= TIME_LIMIT_NS {
+            Ok(v)
+        } else {
+            Err(Error::Plan(format!("time arithmetic out of range ({e})")))
+        }
+    };
+    let mut ns = in_range(time_operand(first, now_ns)?)?;
+    for (op, operand) in rest {
+        let v = in_range(time_operand(operand, now_ns)?)?;
+        ns = in_range(match op {
+            ArithOp::Add => ns + v,
+            ArithOp::Sub => ns - v,
+        })?;
     }
+    Ok(ns)
 }
 
 /// RFC 3339 (`2023-11-14T22:13:20Z`, fractions and offsets allowed) or a
@@ -231,18 +262,19 @@ fn flip(op: CompareOp) -> CompareOp {
     }
 }
 
-fn conjuncts<'a>(c: &'a Condition, out: &mut Vec<&'a Condition>) -> Result<()> {
-    match c {
-        Condition::And(l, r) => {
-            conjuncts(l, out)?;
-            conjuncts(r, out)
-        }
-        Condition::Or(..) => Err(Error::Unsupported(format!("OR in WHERE ({c})"))),
-        cmp => {
-            out.push(cmp);
-            Ok(())
+/// The comparisons of a conjunction, flattening nested AND chains with an
+/// explicit stack (no recursion, however the tree was built).
+fn conjuncts(c: &Condition) -> Result<Vec<&Condition>> {
+    let mut out = Vec::new();
+    let mut todo = vec![c];
+    while let Some(c) = todo.pop() {
+        match c {
+            Condition::And(items) => todo.extend(items.iter().rev()),
+            Condition::Or(..) => return Err(Error::Unsupported(format!("OR in WHERE ({c})"))),
+            cmp => out.push(cmp),
         }
     }
+    Ok(out)
 }
 
 impl Filters {
@@ -255,9 +287,7 @@ impl Filters {
     ) -> Result<Filters> {
         let mut f = Filters::default();
         let Some(cond) = cond else { return Ok(f) };
-        let mut parts = Vec::new();
-        conjuncts(cond, &mut parts)?;
-        for c in parts {
+        for c in conjuncts(cond)? {
             let Condition::Compare { lhs, op, rhs } = c else {
                 continue;
             };
@@ -336,9 +366,9 @@ impl Filters {
         let lo = |b: &mut TimeBounds, v: i128| b.lo_ns = Some(b.lo_ns.map_or(v, |o| o.max(v)));
         let hi = |b: &mut TimeBounds, v: i128| b.hi_ns = Some(b.hi_ns.map_or(v, |o| o.min(v)));
         match op {
-            CompareOp::Gt => lo(&mut self.time, ns + 1),
+            CompareOp::Gt => lo(&mut self.time, ns.saturating_add(1)),
             CompareOp::Ge => lo(&mut self.time, ns),
-            CompareOp::Lt => hi(&mut self.time, ns - 1),
+            CompareOp::Lt => hi(&mut self.time, ns.saturating_sub(1)),
             CompareOp::Le => hi(&mut self.time, ns),
             CompareOp::Eq => {
                 lo(&mut self.time, ns);

@@ -8,6 +8,17 @@
 use crate::source::{self, SourceId};
 use crate::DecodeError;
 
+mod agent;
+mod kernel;
+
+pub use agent::AgentStat;
+
+/// Names of the agent's probes and stages, by code.
+pub mod agent_names {
+    pub use super::agent::{PROBES, STAGES};
+}
+pub use kernel::{BlockIo, BlockOp, RunQueue};
+
 /// Record kind tag as written in batch payloads (one byte before each record).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
@@ -20,6 +31,12 @@ pub enum Kind {
     PageCache = 3,
     /// Network packet ([`Packet`]).
     Packet = 4,
+    /// Block I/O request ([`BlockIo`]); wire protocol version 2 and later.
+    BlockIo = 5,
+    /// Run-queue wait ([`RunQueue`]); wire protocol version 2 and later.
+    RunQueue = 6,
+    /// An agent's events and drops per probe and stage ([`AgentStat`]).
+    AgentStat = 7,
 }
 
 impl Kind {
@@ -30,6 +47,9 @@ impl Kind {
             2 => Some(Kind::Syscall),
             3 => Some(Kind::PageCache),
             4 => Some(Kind::Packet),
+            5 => Some(Kind::BlockIo),
+            6 => Some(Kind::RunQueue),
+            7 => Some(Kind::AgentStat),
             _ => None,
         }
     }
@@ -41,6 +61,9 @@ impl Kind {
             Kind::Syscall => Syscall::ENCODED_LEN,
             Kind::PageCache => PageCache::ENCODED_LEN,
             Kind::Packet => Packet::ENCODED_LEN,
+            Kind::BlockIo => BlockIo::ENCODED_LEN,
+            Kind::RunQueue => RunQueue::ENCODED_LEN,
+            Kind::AgentStat => AgentStat::ENCODED_LEN,
         }
     }
 
@@ -51,16 +74,23 @@ impl Kind {
             Kind::Syscall => Syscall::index_value,
             Kind::PageCache => PageCache::index_value,
             Kind::Packet => Packet::index_value,
+            Kind::BlockIo => BlockIo::index_value,
+            Kind::RunQueue => RunQueue::index_value,
+            Kind::AgentStat => AgentStat::index_value,
         }
     }
 
-    /// Short lowercase name (`kv`, `syscall`, `pagecache`, `packet`).
+    /// Short lowercase name (`kv`, `syscall`, `pagecache`, `packet`,
+    /// `blockio`, `runqueue`).
     pub fn name(self) -> &'static str {
         match self {
             Kind::KvOp => "kv",
             Kind::Syscall => "syscall",
             Kind::PageCache => "pagecache",
             Kind::Packet => "packet",
+            Kind::BlockIo => "blockio",
+            Kind::RunQueue => "runqueue",
+            Kind::AgentStat => "agent",
         }
     }
 }
@@ -91,14 +121,14 @@ pub(crate) fn u32_at(b: &[u8], off: usize) -> u32 {
 }
 
 #[inline]
-fn u16_at(b: &[u8], off: usize) -> u16 {
+pub(crate) fn u16_at(b: &[u8], off: usize) -> u16 {
     match b.get(off..off + 2) {
         Some(s) => u16::from_le_bytes([s[0], s[1]]),
         None => 0,
     }
 }
 
-fn check_len(kind: Kind, b: &[u8]) -> Result<(), DecodeError> {
+pub(crate) fn check_len(kind: Kind, b: &[u8]) -> Result<(), DecodeError> {
     if b.len() != kind.encoded_len() {
         return Err(DecodeError::BadRecordLength {
             kind: kind.name(),
@@ -372,6 +402,12 @@ pub enum Record {
     PageCache(PageCache),
     /// See [`Packet`].
     Packet(Packet),
+    /// See [`BlockIo`].
+    BlockIo(BlockIo),
+    /// See [`RunQueue`].
+    RunQueue(RunQueue),
+    /// See [`AgentStat`].
+    AgentStat(AgentStat),
 }
 
 impl Record {
@@ -382,6 +418,9 @@ impl Record {
             Record::Syscall(_) => Kind::Syscall,
             Record::PageCache(_) => Kind::PageCache,
             Record::Packet(_) => Kind::Packet,
+            Record::BlockIo(_) => Kind::BlockIo,
+            Record::RunQueue(_) => Kind::RunQueue,
+            Record::AgentStat(_) => Kind::AgentStat,
         }
     }
 
@@ -392,6 +431,9 @@ impl Record {
             Record::Syscall(r) => source::syscall(r.nr),
             Record::PageCache(_) => source::page_cache(),
             Record::Packet(_) => source::packet(),
+            Record::BlockIo(r) => source::blockio(r.op),
+            Record::RunQueue(_) => source::runqueue(),
+            Record::AgentStat(a) => source::agent(a.probe, a.stage),
         }
     }
 
@@ -403,6 +445,9 @@ impl Record {
             Record::Syscall(r) => r.start_us,
             Record::PageCache(r) => r.timestamp_us,
             Record::Packet(r) => r.timestamp_us,
+            Record::BlockIo(r) => r.start_us,
+            Record::RunQueue(r) => r.start_us,
+            Record::AgentStat(a) => a.time_us,
         }
     }
 
@@ -414,6 +459,9 @@ impl Record {
             Record::Syscall(r) => r.start_us = r.start_us.saturating_add(delta_us),
             Record::PageCache(r) => r.timestamp_us = r.timestamp_us.saturating_add(delta_us),
             Record::Packet(r) => r.timestamp_us = r.timestamp_us.saturating_add(delta_us),
+            Record::BlockIo(r) => r.start_us = r.start_us.saturating_add(delta_us),
+            Record::RunQueue(r) => r.start_us = r.start_us.saturating_add(delta_us),
+            Record::AgentStat(a) => a.time_us = a.time_us.saturating_add(delta_us),
         }
         self
     }
@@ -426,6 +474,9 @@ impl Record {
             Record::Syscall(r) => r.duration_us,
             Record::PageCache(_) => 0,
             Record::Packet(r) => u64::from(r.dst_port),
+            Record::BlockIo(r) => r.latency_us,
+            Record::RunQueue(r) => r.latency_us,
+            Record::AgentStat(_) => 0,
         }
     }
 
@@ -436,6 +487,9 @@ impl Record {
             Record::Syscall(r) => r.encode_into(out),
             Record::PageCache(r) => r.encode_into(out),
             Record::Packet(r) => r.encode_into(out),
+            Record::BlockIo(r) => r.encode_into(out),
+            Record::RunQueue(r) => r.encode_into(out),
+            Record::AgentStat(a) => a.encode_into(out),
         }
     }
 
@@ -446,6 +500,9 @@ impl Record {
             Kind::Syscall => Record::Syscall(Syscall::decode(b)?),
             Kind::PageCache => Record::PageCache(PageCache::decode(b)?),
             Kind::Packet => Record::Packet(Packet::decode(b)?),
+            Kind::BlockIo => Record::BlockIo(BlockIo::decode(b)?),
+            Kind::RunQueue => Record::RunQueue(RunQueue::decode(b)?),
+            Kind::AgentStat => Record::AgentStat(AgentStat::decode(b)?),
         })
     }
 }
@@ -486,6 +543,30 @@ mod tests {
                 length: 1500,
                 timestamp_us: 42,
             }),
+            Record::BlockIo(BlockIo {
+                pid: 10,
+                tid: 11,
+                device: 8 << 20,
+                bytes: 4096,
+                op: BlockOp::Discard,
+                sector: 1 << 40,
+                start_us: 77,
+                latency_us: 123,
+            }),
+            Record::RunQueue(RunQueue {
+                pid: 12,
+                tid: 13,
+                cpu: 1,
+                start_us: 88,
+                latency_us: 9,
+            }),
+            Record::AgentStat(AgentStat {
+                probe: 2,
+                stage: 1,
+                time_us: 99,
+                events: 1000,
+                dropped: 3,
+            }),
         ]
     }
 
@@ -502,13 +583,21 @@ mod tests {
 
     #[test]
     fn extractors_return_zero_on_short_input() {
-        for k in [Kind::KvOp, Kind::Syscall, Kind::PageCache, Kind::Packet] {
+        for k in [
+            Kind::KvOp,
+            Kind::Syscall,
+            Kind::PageCache,
+            Kind::Packet,
+            Kind::BlockIo,
+            Kind::RunQueue,
+            Kind::AgentStat,
+        ] {
             // All-ones bytes make every field its maximum, so a value read
             // from a short record could not be mistaken for 0.
             let whole = vec![0xffu8; k.encoded_len()];
             let want = match k {
-                Kind::KvOp | Kind::Syscall => u64::MAX,
-                Kind::PageCache => 0,
+                Kind::KvOp | Kind::Syscall | Kind::BlockIo | Kind::RunQueue => u64::MAX,
+                Kind::PageCache | Kind::AgentStat => 0,
                 Kind::Packet => u64::from(u16::MAX),
             };
             assert_eq!((k.extractor())(&whole), want, "kind {k:?} whole record");
@@ -532,6 +621,22 @@ mod tests {
         b[6] = 1;
         assert!(matches!(
             KvOp::decode(&b),
+            Err(DecodeError::BadField {
+                field: "reserved",
+                ..
+            })
+        ));
+        let mut b = vec![0u8; BlockIo::ENCODED_LEN];
+        assert!(BlockIo::decode(&b).is_ok());
+        b[16] = 5;
+        assert!(matches!(
+            BlockIo::decode(&b),
+            Err(DecodeError::BadField { field: "op", .. })
+        ));
+        b[16] = 0;
+        b[19] = 1;
+        assert!(matches!(
+            BlockIo::decode(&b),
             Err(DecodeError::BadField {
                 field: "reserved",
                 ..

@@ -1,0 +1,269 @@
+//! Wiring: targets and probes from the flags, kernel events to records at
+//! wall-clock time, records to the sender; a progress line per interval
+//! and a final summary with every count of lost events.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::RecvTimeoutError;
+use probes::agent::{
+    monotonic_to_wall_ns, AgentProbeConfig, AgentProbes, AgentStats, SyscallAttach,
+    SyscallSelection, Targets, PROBE_NAMES,
+};
+use telemetry::wire::sender as wire_sender;
+
+use crate::cli::{AttachArg, Cli};
+use crate::sender::{self, Identity, SendStats};
+use crate::series::SeriesBook;
+use crate::AgentError;
+
+/// Records are handed to the sender at least this often.
+const FLUSH_INTERVAL: Duration = Duration::from_millis(50);
+/// ... or once this many bytes wait.
+const FLUSH_BYTES: usize = 256 << 10;
+/// Batches of events between the probes and the agent's loop.
+const EVENT_QUEUE_BATCHES: usize = 4096;
+/// How long a stopping agent keeps trying to deliver what it holds.
+const DRAIN_DEADLINE: Duration = Duration::from_secs(5);
+
+/// The syscall numbers of a `--syscalls` value (`all` or names).
+pub fn syscall_selection(value: &str) -> Result<SyscallSelection, AgentError> {
+    if value == "all" {
+        return Ok(SyscallSelection::All);
+    }
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|name| {
+            telemetry::model::syscall_nr(name).ok_or_else(|| {
+                AgentError::Config(format!("--syscalls: no x86_64 syscall named {name:?}"))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(SyscallSelection::List)
+}
+
+/// The probe configuration the flags ask for.
+pub fn probe_config(cli: &Cli) -> Result<AgentProbeConfig, AgentError> {
+    let mut exclude = cli.exclude_pids.clone();
+    exclude.push(std::process::id());
+    if let Some(pid) = crate::local::local_listener_pid(&cli.to) {
+        exclude.push(pid);
+    }
+    Ok(AgentProbeConfig {
+        targets: Targets {
+            all: cli.all,
+            pids: cli.pids.clone(),
+            follow_children: cli.follow_children,
+            comms: cli.comms.clone(),
+            cgroups: cli.cgroups.clone(),
+            exclude_pids: exclude,
+        },
+        syscalls: cli.syscalls.as_deref().map(syscall_selection).transpose()?,
+        syscall_attach: match cli.syscall_attach {
+            AttachArg::Auto => SyscallAttach::Auto,
+            AttachArg::Raw => SyscallAttach::Raw,
+            AttachArg::PerSyscall => SyscallAttach::PerSyscall,
+        },
+        page_cache: cli.page_cache,
+        blockio: cli.blockio,
+        runqueue: cli.runqueue,
+        ring_buffer_bytes: cli.ring_buffer_bytes,
+        ..AgentProbeConfig::default()
+    })
+}
+
+fn identity(cli: &Cli) -> Result<Identity, AgentError> {
+    let token = match &cli.token_file {
+        Some(p) => std::fs::read_to_string(p)
+            .map_err(|source| AgentError::Io {
+                context: format!("--token-file {}", p.display()),
+                source,
+            })?
+            .trim()
+            .to_string(),
+        None => String::new(),
+    };
+    let host = cli.host.clone().unwrap_or_else(wire_sender::hostname);
+    let machine = std::fs::read_to_string("/etc/machine-id").unwrap_or_else(|_| host.clone());
+    Ok(Identity {
+        to: cli.to.clone(),
+        token,
+        sender_id: telemetry::source::fnv1a64(format!("loom-agent/{}", machine.trim()).as_bytes()),
+        host,
+    })
+}
+
+/// Runs the agent until Ctrl-C / SIGTERM or `--duration-s`.
+pub fn run(cli: Cli) -> Result<(), AgentError> {
+    let config = probe_config(&cli)?;
+    let id = identity(&cli)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
+    }
+    let (tx, rx) = crossbeam_channel::bounded(EVENT_QUEUE_BATCHES);
+    let probes = AgentProbes::start(config, tx)?;
+    let offset_ns = monotonic_to_wall_ns();
+    let send_stats = Arc::new(SendStats::default());
+    let sender_stop = Arc::new(AtomicBool::new(false));
+    let (outbox, sender_thread) = sender::start(
+        id.clone(),
+        cli.buffer_bytes,
+        send_stats.clone(),
+        sender_stop.clone(),
+        DRAIN_DEADLINE,
+    );
+    println!(
+        "loom-agent attached (syscalls {:?}), host {}, sending to {}",
+        probes.syscall_mode, id.host, id.to
+    );
+    let start = Instant::now();
+    let deadline = cli.duration_s.map(Duration::from_secs_f64);
+    let interval = Duration::from_secs_f64(cli.report_interval_s.max(0.05));
+    let mut book = SeriesBook::default();
+    let mut last_flush = Instant::now();
+    let mut last_report = Instant::now();
+    let mut last = AgentStats::default();
+    let flush = |book: &mut SeriesBook| book.drain(|item| outbox.offer(item));
+    let consume = |batch: Vec<probes::agent::AgentEvent>, book: &mut SeriesBook| {
+        for e in &batch {
+            book.add(e.comm(), &e.to_record(offset_ns));
+        }
+    };
+    let mut counted = Counted::default();
+    loop {
+        let done = stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| start.elapsed() >= d);
+        if done {
+            break;
+        }
+        match rx.recv_timeout(FLUSH_INTERVAL) {
+            Ok(batch) => consume(batch, &mut book),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        if book.buffered_bytes() >= FLUSH_BYTES || last_flush.elapsed() >= FLUSH_INTERVAL {
+            flush(&mut book);
+            last_flush = Instant::now();
+        }
+        if last_report.elapsed() >= interval {
+            let now = probes.stats();
+            println!(
+                "{}",
+                progress(&now, &last, &send_stats, last_report.elapsed())
+            );
+            counted.record(&now, &send_stats, &mut book);
+            last = now;
+            last_report = Instant::now();
+        }
+    }
+    let final_stats = probes.stop()?;
+    for batch in rx.try_iter() {
+        consume(batch, &mut book);
+    }
+    counted.record(&final_stats, &send_stats, &mut book);
+    flush(&mut book);
+    sender_stop.store(true, Ordering::SeqCst);
+    drop(outbox);
+    let _ = sender_thread.join();
+    println!("{}", summary(&final_stats, &send_stats));
+    Ok(())
+}
+
+/// What the agent already stored of its own counts, so each interval's
+/// `agent` records carry the change since the last ones.
+#[derive(Default)]
+struct Counted {
+    /// Per probe: events, kernel drops, channel + queue drops, send drops.
+    last: [[u64; 4]; 4],
+}
+
+impl Counted {
+    /// Adds this interval's `agent` records (measurement `agent`, tags
+    /// probe and stage; fields events and dropped) for every probe that
+    /// produced or lost anything.
+    fn record(&mut self, p: &AgentStats, s: &SendStats, book: &mut SeriesBook) {
+        let time_us = wire_sender::now_us();
+        for i in 0..4 {
+            let now = [
+                p.events[i],
+                p.kernel_drops[i],
+                p.channel_drops[i] + s.queue_drops_by_probe[i].load(Ordering::Relaxed),
+                s.send_drops_by_probe[i].load(Ordering::Relaxed),
+            ];
+            if now.iter().all(|&v| v == 0) {
+                continue;
+            }
+            let d: Vec<u64> = (0..4).map(|k| now[k] - self.last[i][k]).collect();
+            self.last[i] = now;
+            // kernel: events that reached the ring buffer and those lost on
+            // it; queue: events the agent took and lost before sending;
+            // send: records lost because loom-app could not be reached.
+            let stages = [
+                (d[0] + d[1], d[1]),
+                (d[0], d[2]),
+                (d[0] - d[2].min(d[0]), d[3]),
+            ];
+            for (stage, (events, dropped)) in stages.into_iter().enumerate() {
+                book.add_untagged(&telemetry::Record::AgentStat(telemetry::AgentStat {
+                    probe: i as u8,
+                    stage: stage as u8,
+                    time_us,
+                    events,
+                    dropped,
+                }));
+            }
+        }
+    }
+}
+
+fn progress(now: &AgentStats, last: &AgentStats, s: &SendStats, dt: Duration) -> String {
+    let mut line = String::new();
+    for (i, name) in PROBE_NAMES.iter().enumerate() {
+        let ev = now.events[i] - last.events[i];
+        let lost = (now.kernel_drops[i] - last.kernel_drops[i])
+            + (now.channel_drops[i] - last.channel_drops[i]);
+        if now.events[i] + now.kernel_drops[i] > 0 {
+            line.push_str(&format!(
+                "{name} {:.0} events/s ({} dropped), ",
+                ev as f64 / dt.as_secs_f64(),
+                lost
+            ));
+        }
+    }
+    format!(
+        "{line}sent {} records, queue drops {}, send drops {}, {} ({} connections), buffered {} KiB",
+        s.sent.load(Ordering::Relaxed),
+        s.queue_drops.load(Ordering::Relaxed),
+        s.send_drops.load(Ordering::Relaxed),
+        if s.connected.load(Ordering::Relaxed) { "connected" } else { "disconnected" },
+        s.connections.load(Ordering::Relaxed),
+        s.queued_bytes.load(Ordering::Relaxed) >> 10
+    )
+}
+
+/// The machine-readable final line: `AGENT events=… kernel_drops=…
+/// channel_drops=… sent=… queue_drops=… send_drops=… connections=…`.
+fn summary(p: &AgentStats, s: &SendStats) -> String {
+    let sum = |a: &[u64; 4]| a.iter().sum::<u64>();
+    let mut per = String::new();
+    for (i, name) in PROBE_NAMES.iter().enumerate() {
+        per.push_str(&format!(
+            " {name}_events={} {name}_kernel_drops={}",
+            p.events[i], p.kernel_drops[i]
+        ));
+    }
+    format!(
+        "AGENT events={} kernel_drops={} channel_drops={} sent={} queue_drops={} send_drops={} connections={}{per}",
+        sum(&p.events),
+        sum(&p.kernel_drops),
+        sum(&p.channel_drops),
+        s.sent.load(Ordering::Relaxed),
+        s.queue_drops.load(Ordering::Relaxed),
+        s.send_drops.load(Ordering::Relaxed),
+        s.connections.load(Ordering::Relaxed),
+    )
+}

@@ -1,0 +1,296 @@
+//! One harness for loom-agent's tests: starts loom-app, the agent and
+//! traced children as real processes, learns loom-app's bound addresses
+//! from its own output, and asks InfluxQL questions over its HTTP API.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Why a test cannot run here, if it cannot (not root, no BTF).
+pub fn cannot_run() -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("needs root (eBPF probes)".into());
+    }
+    if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+        return Some("needs kernel BTF (/sys/kernel/btf/vmlinux)".into());
+    }
+    None
+}
+
+/// A binary built next to the test executable (`target/<profile>/NAME`).
+pub fn sibling(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable");
+    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+    let p = dir.join(name);
+    assert!(
+        p.exists(),
+        "{} is missing: build it first (cargo build --release -p {name})",
+        p.display()
+    );
+    p
+}
+
+/// Lines of a child's stdout, read on a thread.
+pub struct Lines(mpsc::Receiver<String>);
+
+impl Lines {
+    pub fn of(r: impl Read + Send + 'static) -> Lines {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(r).lines().map_while(Result::ok) {
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        Lines(rx)
+    }
+
+    /// The first line starting with `prefix` within `timeout`.
+    pub fn wait_for(&self, prefix: &str, timeout: Duration) -> String {
+        let end = Instant::now() + timeout;
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            match self.0.recv_timeout(left) {
+                Ok(l) if l.starts_with(prefix) => return l,
+                Ok(_) => continue,
+                Err(_) => panic!("no line starting with {prefix:?} within {timeout:?}"),
+            }
+        }
+    }
+
+    /// Every line until the stream ends.
+    pub fn rest(&self) -> Vec<String> {
+        self.0.iter().collect()
+    }
+}
+
+/// A running loom-app with its own store.
+pub struct App {
+    child: Child,
+    pub addr: String,
+    pub http: String,
+    _dir: tempfile::TempDir,
+    pub lines: Lines,
+}
+
+impl App {
+    pub fn start(extra: &[&str]) -> App {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut child = Command::new(sibling("loom-app"))
+            .args(["--addr", "127.0.0.1:0", "--http", "127.0.0.1:0"])
+            .args([
+                "--otlp-grpc",
+                "off",
+                "--otlp-http",
+                "off",
+                "--report-interval-s",
+                "60",
+            ])
+            .arg("--loom-path")
+            .arg(dir.path().join("store"))
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start loom-app");
+        let lines = Lines::of(child.stdout.take().expect("stdout"));
+        let l = lines.wait_for("loom-app listening on ", Duration::from_secs(30));
+        let addr = l["loom-app listening on ".len()..]
+            .split(',')
+            .next()
+            .expect("address")
+            .to_string();
+        let h = lines.wait_for("InfluxDB API on http://", Duration::from_secs(30));
+        let http = h["InfluxDB API on http://".len()..].trim().to_string();
+        App {
+            child,
+            addr,
+            http,
+            _dir: dir,
+            lines,
+        }
+    }
+
+    /// The body of `GET /query?q=…`.
+    pub fn query(&self, q: &str) -> String {
+        let mut s = TcpStream::connect(&self.http).expect("connect to the HTTP API");
+        write!(
+            s,
+            "GET /query?q={} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+            encode(q)
+        )
+        .unwrap();
+        let mut body = String::new();
+        s.read_to_string(&mut body).unwrap();
+        body.split_once("\r\n\r\n")
+            .map(|(_, b)| b.to_string())
+            .unwrap_or(body)
+    }
+
+    /// The single number a `SELECT count(…)`/`sum(…)` answers (0 when no rows).
+    pub fn number(&self, q: &str) -> u64 {
+        let body = self.query(q);
+        let Some(i) = body.find("\"values\":[[") else {
+            assert!(!body.contains("error"), "{q}: {body}");
+            return 0;
+        };
+        let rest = &body[i + "\"values\":[[".len()..];
+        let row = &rest[..rest.find(']').expect("row end")];
+        let v = row.split(',').nth(1).expect("a value column").trim();
+        v.parse::<f64>().map(|f| f as u64).unwrap_or(0)
+    }
+
+    /// Waits until `q`'s number stops changing (ingest caught up).
+    pub fn settled(&self, q: &str) -> u64 {
+        let mut last = u64::MAX;
+        let end = Instant::now() + Duration::from_secs(20);
+        loop {
+            std::thread::sleep(Duration::from_millis(1500));
+            let n = self.number(q);
+            if n == last || Instant::now() > end {
+                return n;
+            }
+            last = n;
+        }
+    }
+
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn encode(q: &str) -> String {
+    q.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// A traced child (`loom-agent-test-child`).
+pub struct Traced {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    pub pid: u32,
+    pub lines: Lines,
+}
+
+impl Traced {
+    pub fn spawn(name: &str, mode: &[&str]) -> Traced {
+        let mut child = Command::new(sibling("loom-agent-test-child"))
+            .arg(name)
+            .args(mode)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start the child");
+        let stdin = child.stdin.take();
+        let lines = Lines::of(child.stdout.take().expect("stdout"));
+        let l = lines.wait_for("READY ", Duration::from_secs(10));
+        let pid = l["READY ".len()..].trim().parse().expect("pid");
+        Traced {
+            child,
+            stdin,
+            pid,
+            lines,
+        }
+    }
+
+    /// Lets it run its calls.
+    pub fn go(&mut self) {
+        let s = self.stdin.as_mut().expect("stdin");
+        s.write_all(b"go\n").unwrap();
+        s.flush().unwrap();
+    }
+
+    /// Waits for `DONE`, returning the lines before it.
+    pub fn done(&mut self) -> Vec<String> {
+        let mut out = Vec::new();
+        let end = Instant::now() + Duration::from_secs(60);
+        loop {
+            let l = self
+                .lines
+                .0
+                .recv_timeout(end.saturating_duration_since(Instant::now()))
+                .expect("child DONE");
+            if l == "DONE" {
+                return out;
+            }
+            out.push(l);
+        }
+    }
+
+    pub fn finish(mut self) {
+        drop(self.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Traced {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A running loom-agent.
+pub struct Agent {
+    child: Child,
+    pub lines: Lines,
+}
+
+impl Agent {
+    pub fn start(to: &str, args: &[&str]) -> Agent {
+        let mut child = Command::new(sibling("loom-agent"))
+            .args(["--to", to, "--report-interval-s", "60"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start loom-agent");
+        let lines = Lines::of(child.stdout.take().expect("stdout"));
+        lines.wait_for("loom-agent attached", Duration::from_secs(60));
+        Agent { child, lines }
+    }
+
+    /// Stops it (SIGINT) and returns its `AGENT …` summary as key → value.
+    pub fn stop(mut self) -> std::collections::HashMap<String, u64> {
+        // SAFETY: kill with a valid pid and signal.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+        let status = self.child.wait().expect("agent exit");
+        assert!(status.success(), "loom-agent failed: {status}");
+        let line = self
+            .lines
+            .rest()
+            .into_iter()
+            .find(|l| l.starts_with("AGENT "))
+            .expect("AGENT summary line");
+        line.split_whitespace()
+            .skip(1)
+            .filter_map(|kv| kv.split_once('='))
+            .filter_map(|(k, v)| Some((k.to_string(), v.parse().ok()?)))
+            .collect()
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

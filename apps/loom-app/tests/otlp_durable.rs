@@ -1,0 +1,280 @@
+//! What loom-app acknowledged survives a crash, at its own time.
+//!
+//! The stock OpenTelemetry Python SDK (pinned in `tests/otlp/requirements.txt`)
+//! exports spans over gRPC and over HTTP/protobuf; loom-app is SIGKILLed
+//! right after `force_flush` returned success, or after a random
+//! acknowledged export (seed printed; `LOOM_TEST_SEED` repeats a run).
+//! The engine's own persist is pushed out of the way
+//! (`--persist-interval-ms 600000`) and the reorder window holds 5 s, so
+//! only the acknowledgement's durability can keep the spans. After a
+//! restart on the same store every acknowledged span is there exactly
+//! once, at its own start time. And a span later than the reorder window
+//! is refused in the answer and counted as late, never stored at another
+//! time.
+
+#[path = "support/otlp.rs"]
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use support::{post, query, rows, scalar, venv_python, wait_count, App};
+
+const SPANS: usize = 3000;
+const BATCH: usize = 200;
+/// Keeps the engine from persisting during a run.
+const NO_PERSIST: [&str; 2] = ["--persist-interval-ms", "600000"];
+
+fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// xorshift64*: the kill points.
+fn next(seed: &mut u64) -> u64 {
+    *seed ^= *seed >> 12;
+    *seed ^= *seed << 25;
+    *seed ^= *seed >> 27;
+    seed.wrapping_mul(0x2545_f491_4f6c_dd1d)
+}
+
+/// Every span of `service` stored: index → stored times (µs).
+fn stored(influx: &str, service: &str) -> BTreeMap<u64, Vec<u64>> {
+    let q = format!("SELECT \"attributes\" FROM span WHERE service = '{service}'");
+    let mut out: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    for r in rows(&query(influx, &q)) {
+        let attrs: Value = serde_json::from_str(r["attributes"].as_str().unwrap_or("{}"))
+            .unwrap_or_else(|e| panic!("attributes of {r:?}: {e}"));
+        let i = attrs["i"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no i in {r:?}"));
+        out.entry(i)
+            .or_default()
+            .push(r["time"].as_u64().expect("time"));
+    }
+    out
+}
+
+/// One run: the SDK exports `SPANS` spans; loom-app is SIGKILLed after
+/// export number `kill_after` succeeded (`None`: once force_flush
+/// returned); then every acknowledged span must be in the reopened store,
+/// once, at its own time.
+fn sigkill_run(py: &Path, transport: &str, kill_after: Option<usize>, tag: u64) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = dir.path().join("store");
+    let app = App::start(&store, &NO_PERSIST);
+    let service = format!("svc-durable-{transport}-{tag}");
+    // Whole ms, an hour ago: start times are the spans' own.
+    let base_ns = (now_ns() - 3_600_000_000_000) / 1_000_000 * 1_000_000;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/otlp/durable.py");
+    let mut sdk = Command::new(py)
+        .arg(&script)
+        .args([
+            "--transport",
+            transport,
+            "--grpc",
+            &app.grpc,
+            "--http",
+            &format!("http://{}", app.http),
+            "--service",
+            &service,
+            "--spans",
+            &SPANS.to_string(),
+            "--batch",
+            &BATCH.to_string(),
+            "--base-ns",
+            &base_ns.to_string(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run durable.py");
+    let (tx, lines) = mpsc::channel();
+    let out = sdk.stdout.take().expect("stdout");
+    std::thread::spawn(move || {
+        for l in BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    let mut app = app;
+    let mut acked: BTreeSet<u64> = BTreeSet::new();
+    let mut exports = 0;
+    let mut killed = false;
+    let end = Instant::now() + Duration::from_secs(120);
+    while let Ok(l) = lines.recv_timeout(end.saturating_duration_since(Instant::now())) {
+        if let Some(list) = l.strip_prefix("ACKED ") {
+            acked.extend(list.split(',').map(|i| i.parse::<u64>().expect("index")));
+            exports += 1;
+        }
+        let kill = match kill_after {
+            Some(k) => exports >= k,
+            None => l.starts_with("FLUSHED"),
+        };
+        assert!(
+            killed || !l.starts_with("FAILED"),
+            "an export failed before the kill"
+        );
+        if kill && !killed {
+            // At once: SIGKILL, no chance to persist or flush anything.
+            app.child.kill().expect("SIGKILL loom-app");
+            let _ = app.child.wait();
+            killed = true;
+        }
+    }
+    assert!(killed, "{transport}: the SDK never got that far");
+    let _ = sdk.kill();
+    let _ = sdk.wait();
+    if kill_after.is_none() {
+        assert_eq!(
+            acked.len(),
+            SPANS,
+            "force_flush returned with spans unexported"
+        );
+    }
+    drop(app);
+
+    let app = App::start(&store, &NO_PERSIST);
+    let count = format!("SELECT count(duration_us) FROM span WHERE service = '{service}'");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let got = loop {
+        let got = stored(&app.influx, &service);
+        if acked.iter().all(|i| got.contains_key(i)) || Instant::now() > deadline {
+            break got;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let missing: Vec<&u64> = acked.iter().filter(|i| !got.contains_key(i)).collect();
+    assert!(
+        missing.is_empty(),
+        "{transport}, killed after {kill_after:?}: {} of {} acknowledged spans lost, e.g. {:?}",
+        missing.len(),
+        acked.len(),
+        &missing[..missing.len().min(5)]
+    );
+    for (i, times) in &got {
+        assert!(*i < SPANS as u64, "a span that was never sent: {i}");
+        let own = (base_ns + i * 1_000_000) / 1000;
+        assert_eq!(
+            times,
+            &vec![own],
+            "span {i}: stored at {times:?}, its own time is {own}"
+        );
+    }
+    let n = scalar(&query(&app.influx, &count));
+    assert_eq!(n, got.len() as u64);
+    println!(
+        "{transport}: killed after {} of {} exports; {} spans acknowledged, {} stored after the restart",
+        exports,
+        SPANS.div_ceil(BATCH),
+        acked.len(),
+        got.len()
+    );
+    let finals = app.stop().join("\n");
+    assert!(finals.contains("late refused 0"), "{finals}");
+}
+
+#[test]
+fn acknowledged_spans_survive_sigkill() {
+    let py = venv_python();
+    let seed = std::env::var("LOOM_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| now_ns() | 1);
+    println!("seed {seed} (LOOM_TEST_SEED={seed} repeats these kill points)");
+    let mut rng = seed;
+    let exports = SPANS.div_ceil(BATCH) as u64;
+    for transport in ["grpc", "http"] {
+        sigkill_run(&py, transport, None, seed);
+        for k in 0..2 {
+            let at = 1 + next(&mut rng) % (exports - 1);
+            println!("{transport}: kill after acknowledged export {at}");
+            sigkill_run(&py, transport, Some(at as usize), seed ^ (k + 1));
+        }
+    }
+}
+
+/// One span of `service` starting at `start_us` as an OTLP/JSON request.
+fn span_request(service: &str, n: u64, start_us: u64) -> Vec<u8> {
+    json!({"resourceSpans": [{
+        "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": service}}]},
+        "scopeSpans": [{"scope": {"name": "t"}, "spans": [{
+            "traceId": format!("{:032x}", n + 1),
+            "spanId": format!("{:016x}", n + 1),
+            "name": "op",
+            "kind": 1,
+            "startTimeUnixNano": (start_us * 1000).to_string(),
+            "endTimeUnixNano": (start_us * 1000 + 5_000).to_string(),
+        }]}]
+    }]})
+    .to_string()
+    .into_bytes()
+}
+
+/// A span older than its series' newest stored span (later than the 5 s
+/// window allows) is refused in the partial-success answer and counted as
+/// late; a windowed query at its time finds nothing, and no span sits at
+/// another time.
+#[test]
+fn late_spans_are_refused_never_moved() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let app = App::start(&dir.path().join("store"), &[]);
+    let service = "svc-late";
+    let t = (now_ns() / 1000 - 3_600_000_000) / 1000 * 1000;
+    let send = |n: u64, start_us: u64| -> Value {
+        let (status, _, body) = post(
+            &app.http,
+            "/v1/traces",
+            "Content-Type: application/json\r\n",
+            &span_request(service, n, start_us),
+        );
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+        serde_json::from_slice(&body).expect("json answer")
+    };
+    // t is stored once t + 10 s has moved the window past it; t - 1 s then
+    // comes later than the window allows; t + 3 s is still in time.
+    let mut kept = vec![t, t + 10_000_000];
+    assert_eq!(send(0, t), json!({}));
+    assert_eq!(send(1, t + 10_000_000), json!({}));
+    let late = send(2, t - 1_000_000);
+    assert_eq!(late["partialSuccess"]["rejectedSpans"], json!(1), "{late}");
+    let why = late["partialSuccess"]["errorMessage"]
+        .as_str()
+        .unwrap_or("");
+    assert!(
+        why.contains("older than their series' newest stored"),
+        "{why}"
+    );
+    assert_eq!(send(3, t + 3_000_000), json!({}));
+    kept.push(t + 3_000_000);
+    kept.sort_unstable();
+
+    let all = format!("SELECT count(duration_us) FROM span WHERE service = '{service}'");
+    wait_count(&app.influx, &all, kept.len() as u64);
+    let around = format!(
+        "SELECT count(duration_us) FROM span WHERE service = '{service}' AND time >= {} AND time <= {}",
+        (t - 2_000_000) * 1000,
+        (t - 1) * 1000
+    );
+    assert_eq!(
+        scalar(&query(&app.influx, &around)),
+        0,
+        "the late span was stored"
+    );
+    let times: Vec<u64> = rows(&query(
+        &app.influx,
+        &format!("SELECT duration_us FROM span WHERE service = '{service}'"),
+    ))
+    .iter()
+    .map(|r| r["time"].as_u64().expect("time"))
+    .collect();
+    assert_eq!(times, kept, "a span sits at another time");
+    let finals = app.stop().join("\n");
+    assert!(finals.contains("late refused 1"), "{finals}");
+    assert!(finals.contains("items accepted 3, rejected 1"), "{finals}");
+}

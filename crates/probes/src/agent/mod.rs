@@ -1,0 +1,256 @@
+//! loom-agent's probes (`src/bpf/agent.bpf.c`): syscall latency, page-cache
+//! insertions, block I/O latency and run-queue latency, filtered in the
+//! kernel on a [`Targets`] selection, streamed as batches of
+//! [`AgentEvent`]s with per-probe counts of events and ring-buffer drops.
+//!
+//! Syscalls are attached by [`SyscallAttach`]: `raw_syscalls`
+//! `sys_enter`/`sys_exit` see every syscall of the host (the filter runs on
+//! each), while per-syscall tracepoints (`syscalls:sys_enter_NAME`) run only
+//! for the listed calls; `Auto` takes per-syscall tracepoints for a list of
+//! at most [`PER_SYSCALL_MAX`] names and raw tracepoints otherwise.
+
+mod attach;
+pub mod event;
+pub mod target;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_channel::Sender;
+
+pub use event::AgentEvent;
+pub use target::Targets;
+
+use crate::environment::{check_kernel_btf, ensure_tracefs};
+use crate::ProbeError;
+
+/// Longest syscall list `Auto` attaches call by call.
+pub const PER_SYSCALL_MAX: usize = 64;
+
+/// Which syscalls to record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SyscallSelection {
+    /// Every syscall.
+    All,
+    /// These numbers (x86_64).
+    List(Vec<u32>),
+}
+
+/// How the syscall probe attaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SyscallAttach {
+    /// Per-syscall tracepoints for short lists, raw tracepoints otherwise.
+    #[default]
+    Auto,
+    /// `raw_syscalls:sys_enter` / `sys_exit`.
+    Raw,
+    /// `syscalls:sys_enter_NAME` / `sys_exit_NAME` for each listed syscall.
+    PerSyscall,
+}
+
+/// The agent's probes and their delivery settings.
+#[derive(Debug, Clone)]
+pub struct AgentProbeConfig {
+    /// What to watch.
+    pub targets: Targets,
+    /// Syscalls to record (`None`: syscall probe off).
+    pub syscalls: Option<SyscallSelection>,
+    /// How the syscall probe attaches.
+    pub syscall_attach: SyscallAttach,
+    /// Page-cache insertions.
+    pub page_cache: bool,
+    /// Block I/O latency.
+    pub blockio: bool,
+    /// Run-queue latency.
+    pub runqueue: bool,
+    /// Bytes of each used ring buffer (a power of two ≥ 4096).
+    pub ring_buffer_bytes: u32,
+    /// Wake the consumer once this many bytes wait.
+    pub wakeup_bytes: u64,
+    /// Longest wait of an event in a ring buffer.
+    pub poll_interval: Duration,
+    /// Events per batch on the channel.
+    pub batch_size: usize,
+}
+
+impl Default for AgentProbeConfig {
+    fn default() -> Self {
+        AgentProbeConfig {
+            targets: Targets::default(),
+            syscalls: Some(SyscallSelection::All),
+            syscall_attach: SyscallAttach::Auto,
+            page_cache: false,
+            blockio: false,
+            runqueue: false,
+            ring_buffer_bytes: 16 << 20,
+            wakeup_bytes: 256 << 10,
+            poll_interval: Duration::from_millis(50),
+            batch_size: 1024,
+        }
+    }
+}
+
+/// The four probes, in the order of their drop counters.
+pub const PROBE_NAMES: [&str; 4] = ["syscall", "pagecache", "blockio", "runqueue"];
+
+/// Counts per probe (index as [`PROBE_NAMES`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AgentStats {
+    /// Events received from the kernel.
+    pub events: [u64; 4],
+    /// Events the kernel dropped on a full ring buffer.
+    pub kernel_drops: [u64; 4],
+    /// Events dropped because the output channel was full.
+    pub channel_drops: [u64; 4],
+}
+
+#[derive(Default)]
+pub(crate) struct Shared {
+    events: [AtomicU64; 4],
+    kernel_drops: [AtomicU64; 4],
+    channel_drops: [AtomicU64; 4],
+}
+
+impl Shared {
+    fn snapshot(&self) -> AgentStats {
+        let load = |a: &[AtomicU64; 4]| std::array::from_fn(|i| a[i].load(Ordering::Relaxed));
+        AgentStats {
+            events: load(&self.events),
+            kernel_drops: load(&self.kernel_drops),
+            channel_drops: load(&self.channel_drops),
+        }
+    }
+}
+
+/// Running agent probes; dropping it detaches them.
+pub struct AgentProbes {
+    stop: Arc<AtomicBool>,
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<Result<(), ProbeError>>>,
+    /// How the syscall probe attached (`None`: not loaded).
+    pub syscall_mode: Option<SyscallAttach>,
+}
+
+impl AgentProbes {
+    /// Checks the machine and the targets, loads and attaches the probes
+    /// and starts streaming batches to `out`; returns once attached.
+    pub fn start(
+        config: AgentProbeConfig,
+        out: Sender<Vec<AgentEvent>>,
+    ) -> Result<AgentProbes, ProbeError> {
+        let cgroups = config.targets.check()?;
+        if !config.ring_buffer_bytes.is_power_of_two() || config.ring_buffer_bytes < 4096 {
+            return Err(ProbeError::InvalidConfig(format!(
+                "ring buffer bytes must be a power of two >= 4096, got {}",
+                config.ring_buffer_bytes
+            )));
+        }
+        if config.syscalls.is_none() && !config.page_cache && !config.blockio && !config.runqueue {
+            return Err(ProbeError::InvalidConfig(
+                "no probe selected: give --syscalls, --page-cache, --blockio or --runqueue".into(),
+            ));
+        }
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 && !has_bpf_capabilities() {
+            return Err(ProbeError::PermissionDenied {
+                step: "checking privileges".into(),
+                detail: "loading eBPF programs needs root or CAP_BPF + CAP_PERFMON".into(),
+            });
+        }
+        check_kernel_btf()?;
+        if config.syscalls.is_some() || config.page_cache {
+            ensure_tracefs(true)?;
+        }
+        let mode = config
+            .syscalls
+            .as_ref()
+            .map(|s| attach::syscall_mode(s, config.syscall_attach));
+        let stop = Arc::new(AtomicBool::new(false));
+        let shared = Arc::new(Shared::default());
+        let (ready_tx, ready_rx) = crossbeam_channel::bounded(1);
+        let thread = {
+            let (stop, shared) = (stop.clone(), shared.clone());
+            std::thread::Builder::new()
+                .name("agent-probes".into())
+                .spawn(move || attach::run(config, cgroups, out, shared, stop, ready_tx))?
+        };
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(AgentProbes {
+                stop,
+                shared,
+                thread: Some(thread),
+                syscall_mode: mode,
+            }),
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                Err(e)
+            }
+            Err(_) => match thread.join() {
+                Ok(Err(e)) => Err(e),
+                _ => Err(ProbeError::ConsumerDied),
+            },
+        }
+    }
+
+    /// Current counters.
+    pub fn stats(&self) -> AgentStats {
+        self.shared.snapshot()
+    }
+
+    /// Detaches, delivers what is left in the ring buffers, and returns the
+    /// final counters.
+    pub fn stop(mut self) -> Result<AgentStats, ProbeError> {
+        self.shutdown()?;
+        Ok(self.shared.snapshot())
+    }
+
+    fn shutdown(&mut self) -> Result<(), ProbeError> {
+        self.stop.store(true, Ordering::Relaxed);
+        match self.thread.take() {
+            Some(t) => t.join().map_err(|_| ProbeError::ConsumerDied)?,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for AgentProbes {
+    fn drop(&mut self) {
+        if let Err(e) = self.shutdown() {
+            log::warn!("agent probes stopped with an error: {e}");
+        }
+    }
+}
+
+/// True when the effective capability set holds CAP_BPF (39) and
+/// CAP_PERFMON (38).
+fn has_bpf_capabilities() -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|h| u64::from_str_radix(h.trim(), 16).ok())
+        .is_some_and(|caps| caps & (1 << 39) != 0 && caps & (1 << 38) != 0)
+}
+
+/// CLOCK_REALTIME − CLOCK_MONOTONIC now, ns: added to a kernel event time
+/// (`bpf_ktime_get_ns`) it gives wall-clock ns.
+pub fn monotonic_to_wall_ns() -> u64 {
+    let read = |clock| {
+        // SAFETY: clock_gettime writes the zeroed timespec.
+        let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+        unsafe { libc::clock_gettime(clock, &mut ts) };
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    };
+    // The tightest of a few samples: the pair read closest together.
+    (0..5)
+        .map(|_| {
+            let m0 = read(libc::CLOCK_MONOTONIC);
+            let r = read(libc::CLOCK_REALTIME);
+            let m1 = read(libc::CLOCK_MONOTONIC);
+            (m1 - m0, r.saturating_sub(m0 / 2 + m1 / 2))
+        })
+        .min_by_key(|&(gap, _)| gap)
+        .map_or(0, |(_, off)| off)
+}
