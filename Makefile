@@ -34,6 +34,7 @@ test: deps
 	cargo test --release --workspace --no-fail-fast
 	$(MAKE) --no-print-directory fuzz-smoke FUZZ_BUDGET_S=3
 	$(MAKE) --no-print-directory figures-test
+	$(MAKE) --no-print-directory deploy-check
 
 lint:
 	cargo fmt --all -- --check

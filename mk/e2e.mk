@@ -24,7 +24,8 @@ REPLAY_FLAGS ?=
 QUERY ?= rocksdb-p1
 LOOKBACK ?= 20
 # Extra loom-app flags; by default it exits (with its final summary) once the
-# replay connection ends.
+# replay connection ends. The endpoint targets always add --temp-store
+# $(TMP_DATA_DIR): a fresh store per run, deleted when loom-app exits.
 LOOM_APP_FLAGS ?= --stop-after-connections 1
 # Synthetic recordings (make gen-rocksdb-p1 ...).
 GEN_DURATION ?= 120
@@ -72,7 +73,7 @@ $(E2E_PHASES): rocksdb-%: e2e-build
 e2e-mach-app e2e-loom-app: e2e-build
 	mkdir -p $(EVAL_OUT)
 	set -o pipefail; $(E2E_PIN_APP) $(CARGO_RELEASE_DIR)/loom-app --addr $(LOOM_APP_ADDR) --query $(QUERY) \
-		$(LOOM_APP_FLAGS) 2>&1 | tee $(EVAL_OUT)/e2e-mach-app-$(QUERY)
+		--temp-store $(TMP_DATA_DIR) $(LOOM_APP_FLAGS) 2>&1 | tee $(EVAL_OUT)/e2e-mach-app-$(QUERY)
 
 # AB_LOG names the log (default: the query); QUERY may list several ablation
 # modes (comma separated) to answer all of them from one ingest, e.g.
@@ -81,7 +82,7 @@ AB_LOG ?= $(QUERY)
 ab-mach-app ab-loom-app: ab-build
 	mkdir -p $(EVAL_OUT)
 	set -o pipefail; $(E2E_PIN_APP) $(CARGO_RELEASE_DIR)/loom-app --addr $(LOOM_APP_ADDR) --query $(QUERY) \
-		--ablation-lookback $(LOOKBACK) $(LOOM_APP_FLAGS) 2>&1 \
+		--ablation-lookback $(LOOKBACK) --temp-store $(TMP_DATA_DIR) $(LOOM_APP_FLAGS) 2>&1 \
 		| tee $(EVAL_OUT)/ab-mach-$(AB_LOG)-$(LOOKBACK)
 
 # `make demo` with a synthetic recording (no eBPF, no RocksDB run): loom-app

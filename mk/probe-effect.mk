@@ -120,7 +120,7 @@ pe-mach-app pe-loom-app: pe-build
 	mkdir -p $(EVAL_OUT)
 	@echo "== pe-loom-app run $$(date -u +%FT%TZ)" | tee -a $(EVAL_OUT)/pe-loom-app
 	$(CARGO_RELEASE_DIR)/loom-app --addr $(PE_ADDR) --query probe-effect \
-		--stop-after-connections 1 2>&1 | tee -a $(EVAL_OUT)/pe-loom-app
+		--temp-store $(TMP_DATA_DIR) --stop-after-connections 1 2>&1 | tee -a $(EVAL_OUT)/pe-loom-app
 
 # noop, file writer, Loom and InfluxDB alternated PE_ROUNDS times (so drift of
 # the machine spreads over all endpoints), each endpoint started in the

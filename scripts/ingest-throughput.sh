@@ -9,11 +9,13 @@
 #   BIN: directory holding loom-app and tcp-replay (e.g. target/release)
 #   INGEST_SPEED=X: each sender paces at X times the recorded rate instead of
 #   --no-wait (a fixed offered rate, to check that it is taken with zero drops)
+#   INGEST_TLS=1: the stream is TLS (loom-app --tls-cert/--tls-key, tcp-replay
+#   --tls-ca), with a CA and certificate made here by openssl
 #
 # Prints the processes' own summaries, then one result line:
 #   RESULT connections=C sent=S received=R dropped=D ingested=I wall_s=W
 #          records_per_s=X mb_per_s=Y app_cpu_s=U+S replay_cpu_s=U+S queries=Q
-#          query_ms_median=M load=L1,L5,L15
+#          query_ms_median=M load=L1,L5,L15 tls=0|1
 # records_per_s is what loom-app received and did not drop (received - dropped)
 # over the senders' longest wall time; mb_per_s the same in wire bytes.
 set -euo pipefail
@@ -45,10 +47,25 @@ store=${TMP_DATA_DIR:-tmp-data}/ingest-throughput
 rm -rf "$store"
 mkdir -p "$store"
 load=$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' ,)
+APP_TLS=""
+REPLAY_TLS=""
+if [ -n "${INGEST_TLS:-}" ]; then
+    command -v openssl >/dev/null || { echo "INGEST_TLS needs openssl: apt-get install openssl" >&2; exit 1; }
+    # A CA and a P-256 certificate for localhost it signed (as docs/deploy.md shows).
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
+        -subj "/CN=ingest-throughput CA" -keyout "$out/ca.key" -out "$out/ca.crt" 2>/dev/null
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=localhost" \
+        -keyout "$out/app.key" -out "$out/app.csr" 2>/dev/null
+    openssl x509 -req -in "$out/app.csr" -CA "$out/ca.crt" -CAkey "$out/ca.key" -days 1 \
+        -extfile <(echo "subjectAltName=DNS:localhost") -out "$out/app.crt" 2>/dev/null
+    APP_TLS="--tls-cert $out/app.crt --tls-key $out/app.key"
+    REPLAY_TLS="--tls-ca $out/ca.crt --tls-server-name localhost"
+fi
 
 /usr/bin/time -f "CPU loom-app %U %S" -o "$out/app.time" \
     "$BIN/loom-app" --addr "127.0.0.1:$PORT" --http "127.0.0.1:$HTTP_PORT" --loom-path "$store" \
-    --stop-after-connections "$CONNS" --report-interval-s 5 --query-count 0 $APP_FLAGS \
+    --otlp-grpc off --otlp-http off \
+    --stop-after-connections "$CONNS" --report-interval-s 5 $APP_TLS $APP_FLAGS \
     >"$out/app.log" 2>&1 &
 app=$!
 sleep 1
@@ -56,7 +73,7 @@ sleep 1
 pids=()
 for i in $(seq 1 "$CONNS"); do
     /usr/bin/time -f "CPU tcp-replay %U %S" -o "$out/replay$i.time" \
-        "$BIN/tcp-replay" --file-path "$REC" --addr "127.0.0.1:$PORT" $PACE --duration-s "$DUR" \
+        "$BIN/tcp-replay" --file-path "$REC" --addr "127.0.0.1:$PORT" $PACE --duration-s "$DUR" $REPLAY_TLS \
         >"$out/replay$i.log" 2>&1 &
     pids+=($!)
 done
@@ -96,6 +113,6 @@ rate=$(echo "($received - $dropped) / $wall" | bc -l)
 if [ -z "$bytes" ]; then mbps=NA; else mbps=$(printf %.1f "$(echo "$bytes * ($received - $dropped) / $sent / $wall / 1000000" | bc -l)"); fi
 qmed=NA
 if [ "$queries" -gt 0 ]; then qmed=$(sort -n "$out/query.ms" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'); fi
-printf 'RESULT pace=%s connections=%s sent=%s received=%s dropped=%s ingested=%s wall_s=%s records_per_s=%.0f mb_per_s=%s app_cpu_s=%s replay_cpu_s=%s queries=%s query_ms_median=%s load=%s\n' \
-    "${INGEST_SPEED:-no-wait}" "$CONNS" "$sent" "$received" "$dropped" "$ingested" "$wall" "$rate" "$mbps" "$app_cpu" "$replay_cpu" "$queries" "$qmed" "$load"
+printf 'RESULT pace=%s connections=%s sent=%s received=%s dropped=%s ingested=%s wall_s=%s records_per_s=%.0f mb_per_s=%s app_cpu_s=%s replay_cpu_s=%s queries=%s query_ms_median=%s load=%s tls=%s\n' \
+    "${INGEST_SPEED:-no-wait}" "$CONNS" "$sent" "$received" "$dropped" "$ingested" "$wall" "$rate" "$mbps" "$app_cpu" "$replay_cpu" "$queries" "$qmed" "$load" "${INGEST_TLS:-0}"
 rm -rf "$store"

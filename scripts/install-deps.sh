@@ -14,6 +14,7 @@ PACKAGES=(
   python3 python3-venv             # pinned PyPI venvs of the client tests (influxdb, the OpenTelemetry SDK)
   bpftrace                         # the independent syscall counts loom-agent's tests compare with
   influxdb influxdb-client curl    # InfluxDB baseline (influxd 1.6.7) and the `influx` CLI the InfluxQL client test drives
+  systemd                          # systemd-analyze: make deploy-check verifies deploy/*.service (nothing is started)
 )
 
 SUDO=""

@@ -9,7 +9,7 @@
 use influxql::fuzz::{encode_request, TOKEN};
 use influxql::parse::MAX_DEPTH;
 
-use crate::rng::Rng;
+use replay::rng::SplitMix64;
 
 /// Names of the fixture store, a few unknown ones and quoted oddities.
 const IDENTS: [&str; 14] = [
@@ -66,31 +66,31 @@ const TOKENS: [&str; 30] = [
     " GROUP BY time(1s) ",
 ];
 
-fn pick<'a>(rng: &mut Rng, from: &[&'a str]) -> &'a str {
-    from[rng.below(from.len())]
+fn pick<'a>(rng: &mut SplitMix64, from: &[&'a str]) -> &'a str {
+    from[rng.index(from.len())]
 }
 
-fn number(rng: &mut Rng) -> String {
-    match rng.below(7) {
+fn number(rng: &mut SplitMix64) -> String {
+    match rng.index(7) {
         0 => (rng.next_u64() % 1000).to_string(),
         1 => rng.next_u64().to_string(),
-        2 => format!("{}.{}", rng.below(1000), rng.below(1000)),
-        3 => format!("-{}", rng.below(1000)),
+        2 => format!("{}.{}", rng.index(1000), rng.index(1000)),
+        3 => format!("-{}", rng.index(1000)),
         4 => format!(
             "{}{}",
-            1 + rng.below(5000),
+            1 + rng.index(5000),
             pick(rng, &["ns", "u", "ms", "s", "m", "h", "d", "w"])
         ),
         5 => {
             let most = if rng.one_in(4) { 24 } else { 19 };
-            "9".repeat(1 + rng.below(most))
+            "9".repeat(1 + rng.index(most))
         }
-        _ => format!("{}000000000", rng.below(400)),
+        _ => format!("{}000000000", rng.index(400)),
     }
 }
 
-fn operand(rng: &mut Rng) -> String {
-    match rng.below(5) {
+fn operand(rng: &mut SplitMix64) -> String {
+    match rng.index(5) {
         0 | 1 => pick(rng, &IDENTS).to_string(),
         2 => number(rng),
         3 => format!(
@@ -110,7 +110,7 @@ fn operand(rng: &mut Rng) -> String {
         ),
         4 => {
             let mut s = String::from("now()");
-            for _ in 0..1 + rng.below(3) {
+            for _ in 0..1 + rng.index(3) {
                 s += &format!(" {} {}", pick(rng, &["-", "+"]), number(rng));
             }
             s
@@ -119,18 +119,18 @@ fn operand(rng: &mut Rng) -> String {
     }
 }
 
-fn comparison(rng: &mut Rng) -> String {
+fn comparison(rng: &mut SplitMix64) -> String {
     if rng.one_in(3) {
         let op = pick(rng, &[">", "<", ">=", "<="]);
-        return format!("time {op} now() - {}s", rng.below(500));
+        return format!("time {op} now() - {}s", rng.index(500));
     }
     let op = pick(rng, &["=", "!=", "<>", "<", "<=", ">", ">="]);
     format!("{} {op} {}", operand(rng), operand(rng))
 }
 
 /// A condition at most `depth` levels of parentheses deep.
-fn condition(rng: &mut Rng, depth: usize) -> String {
-    let terms = 1 + rng.below(4);
+fn condition(rng: &mut SplitMix64, depth: usize) -> String {
+    let terms = 1 + rng.index(4);
     let mut parts = Vec::new();
     for _ in 0..terms {
         if depth > 0 && rng.one_in(3) {
@@ -148,8 +148,8 @@ fn condition(rng: &mut Rng, depth: usize) -> String {
 }
 
 /// A condition nested around `levels` parentheses, near and past the bound.
-fn deep_condition(rng: &mut Rng) -> String {
-    let levels = [MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1, 2 * MAX_DEPTH][rng.below(4)];
+fn deep_condition(rng: &mut SplitMix64) -> String {
+    let levels = [MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1, 2 * MAX_DEPTH][rng.index(4)];
     let mut s = String::new();
     for _ in 0..levels {
         s += "(";
@@ -168,9 +168,9 @@ fn deep_condition(rng: &mut Rng) -> String {
     s
 }
 
-fn projection(rng: &mut Rng) -> String {
+fn projection(rng: &mut SplitMix64) -> String {
     let field = pick(rng, &IDENTS);
-    let p = match rng.below(12) {
+    let p = match rng.index(12) {
         0 => "*".to_string(),
         1 | 2 => field.to_string(),
         3 => format!(
@@ -181,9 +181,9 @@ fn projection(rng: &mut Rng) -> String {
             )
         ),
         4 => format!("percentile({field}, {})", number(rng)),
-        5 => format!("top({field}, {})", rng.below(12)),
+        5 => format!("top({field}, {})", rng.index(12)),
         6 => {
-            let k = rng.below(4);
+            let k = rng.index(4);
             format!("max({}{field}{})", "max(".repeat(k), ")".repeat(k))
         }
         7 => "count(*)".to_string(),
@@ -197,7 +197,7 @@ fn projection(rng: &mut Rng) -> String {
 }
 
 /// One statement of the grammar.
-pub fn statement(rng: &mut Rng) -> String {
+pub fn statement(rng: &mut SplitMix64) -> String {
     if rng.one_in(6) {
         return pick(
             rng,
@@ -215,18 +215,18 @@ pub fn statement(rng: &mut Rng) -> String {
         )
         .to_string();
     }
-    let n = 1 + rng.below(3);
+    let n = 1 + rng.index(3);
     let fields: Vec<String> = (0..n).map(|_| projection(rng)).collect();
     let mut s = format!(
         "SELECT {} FROM {}",
         fields.join(", "),
         pick(rng, &MEASUREMENTS)
     );
-    match rng.below(8) {
+    match rng.index(8) {
         0 => {}
         1 => s += &format!(" WHERE {}", deep_condition(rng)),
         2 => {
-            let terms: Vec<String> = (0..50 + rng.below(500)).map(|_| comparison(rng)).collect();
+            let terms: Vec<String> = (0..50 + rng.index(500)).map(|_| comparison(rng)).collect();
             s += &format!(" WHERE {}", terms.join(pick(rng, &[" AND ", " OR "])));
         }
         _ => s += &format!(" WHERE {}", condition(rng, 3)),
@@ -234,7 +234,7 @@ pub fn statement(rng: &mut Rng) -> String {
     if rng.one_in(3) {
         s += &format!(
             " GROUP BY time({}{})",
-            1 + rng.below(100),
+            1 + rng.index(100),
             pick(rng, &["s", "ms", "u", "m"])
         );
         if rng.one_in(2) {
@@ -260,18 +260,18 @@ pub fn statement(rng: &mut Rng) -> String {
         );
     }
     if rng.one_in(3) {
-        s += &format!(" LIMIT {}", rng.below(20));
+        s += &format!(" LIMIT {}", rng.index(20));
     }
     if rng.one_in(5) {
-        s += &format!(" OFFSET {}", rng.below(20));
+        s += &format!(" OFFSET {}", rng.index(20));
     }
     s
 }
 
 /// Query text: one to a few statements, now and then many.
-pub fn query(rng: &mut Rng) -> String {
+pub fn query(rng: &mut SplitMix64) -> String {
     let n = if rng.one_in(20) {
-        10 + rng.below(30)
+        10 + rng.index(30)
     } else {
         1 + usize::from(rng.one_in(4))
     };
@@ -284,7 +284,7 @@ pub fn query(rng: &mut Rng) -> String {
 }
 
 /// `influxql_statement` inputs.
-pub fn statements(rng: &mut Rng, n: usize) -> Vec<Vec<u8>> {
+pub fn statements(rng: &mut SplitMix64, n: usize) -> Vec<Vec<u8>> {
     (0..n).map(|_| query(rng).into_bytes()).collect()
 }
 
@@ -299,7 +299,7 @@ fn form(s: &str) -> String {
 }
 
 /// `influxql_query` inputs: requests as `influxql::fuzz::request` reads them.
-pub fn requests(rng: &mut Rng, n: usize) -> Vec<Vec<u8>> {
+pub fn requests(rng: &mut SplitMix64, n: usize) -> Vec<Vec<u8>> {
     (0..n)
         .map(|_| {
             let q = format!("q={}", form(&query(rng)));
@@ -324,7 +324,7 @@ pub fn requests(rng: &mut Rng, n: usize) -> Vec<Vec<u8>> {
                     if rng.one_in(4) { "wrong" } else { TOKEN }
                 ));
             }
-            let path = [0u8, 0, 2, 3][rng.below(4)] * 8 * u8::from(rng.one_in(8));
+            let path = [0u8, 0, 2, 3][rng.index(4)] * 8 * u8::from(rng.one_in(8));
             let (flags, query, body) = if rng.one_in(2) {
                 (path | u8::from(auth) << 2, others.join("&"), String::new())
             } else {
@@ -341,22 +341,22 @@ pub fn requests(rng: &mut Rng, n: usize) -> Vec<Vec<u8>> {
 
 /// Splices grammar tokens into `data` or repeats a range of it: the
 /// mutations that grow nesting and chains past what bytes flips reach.
-pub fn mutate_text(rng: &mut Rng, data: &mut Vec<u8>) {
-    let at = rng.below(data.len() + 1);
-    match rng.below(3) {
+pub fn mutate_text(rng: &mut SplitMix64, data: &mut Vec<u8>) {
+    let at = rng.index(data.len() + 1);
+    match rng.index(3) {
         0 => {
             let t = pick(rng, &TOKENS).as_bytes().to_vec();
             data.splice(at..at, t);
         }
         1 if at < data.len() => {
-            let end = (at + 1 + rng.below(16)).min(data.len());
+            let end = (at + 1 + rng.index(16)).min(data.len());
             let piece = data[at..end].to_vec();
-            for _ in 0..1 + rng.below(200) {
+            for _ in 0..1 + rng.index(200) {
                 data.splice(at..at, piece.iter().copied());
             }
         }
         _ => {
-            let n = 1 + rng.below(2 * MAX_DEPTH);
+            let n = 1 + rng.index(2 * MAX_DEPTH);
             data.splice(at..at, std::iter::repeat_n(b'(', n));
         }
     }
@@ -370,7 +370,7 @@ mod tests {
     /// of those plan), refusals at the depth bound, and other parse errors.
     #[test]
     fn samples_parse_fail_and_reach_the_depth_bound() {
-        let mut rng = Rng::new(7);
+        let mut rng = SplitMix64::new(7);
         let (mut ok, mut deep, mut other) = (0, 0, 0);
         for q in statements(&mut rng, 2000) {
             let q = String::from_utf8(q).expect("UTF-8");

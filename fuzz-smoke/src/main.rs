@@ -16,7 +16,6 @@
 mod influxql_samples;
 mod mutate;
 mod otlp_samples;
-mod rng;
 mod samples;
 mod targets;
 
@@ -29,7 +28,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 
-use rng::Rng;
+use replay::rng::SplitMix64;
 use targets::Target;
 
 /// Fuzz every decoder of outside bytes on stable Rust for a time budget.
@@ -126,7 +125,7 @@ fn main() -> Result<()> {
         Duration::from_millis(args.hang_ms.saturating_mul(10).max(10_000)),
     );
 
-    let mut rng = Rng::new(seed);
+    let mut rng = SplitMix64::new(seed);
     let (mut panics, mut hangs) = (0, 0);
     for name in &names {
         let Some(&(name, format)) = targets::ALL.iter().find(|(n, _)| n == name) else {
@@ -163,7 +162,7 @@ fn main() -> Result<()> {
 }
 
 /// Runs one target until its budget is spent.
-fn fuzz(target: &Target, rng: &mut Rng, args: &Args, current: &Current) -> Result<Tally> {
+fn fuzz(target: &Target, rng: &mut SplitMix64, args: &Args, current: &Current) -> Result<Tally> {
     let budget = Duration::from_secs_f64(args.budget_s.max(0.0));
     let max_inputs = args.max_inputs.unwrap_or(u64::MAX);
     let hang = Duration::from_millis(args.hang_ms);

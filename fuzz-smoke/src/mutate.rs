@@ -4,7 +4,7 @@
 //! not just rejected at the first CRC check but reaches the decoders behind
 //! it.
 
-use crate::rng::Rng;
+use replay::rng::SplitMix64;
 
 /// Values that sit on boundaries of lengths and counts.
 const INTERESTING: [u64; 12] = [
@@ -24,59 +24,59 @@ const INTERESTING: [u64; 12] = [
 
 /// Applies one to four random mutations to `data`; `other` supplies bytes
 /// for splices.
-pub fn mutate(rng: &mut Rng, data: &mut Vec<u8>, other: &[u8]) {
-    for _ in 0..1 + rng.below(4) {
+pub fn mutate(rng: &mut SplitMix64, data: &mut Vec<u8>, other: &[u8]) {
+    for _ in 0..1 + rng.index(4) {
         mutate_once(rng, data, other);
     }
 }
 
-fn mutate_once(rng: &mut Rng, data: &mut Vec<u8>, other: &[u8]) {
+fn mutate_once(rng: &mut SplitMix64, data: &mut Vec<u8>, other: &[u8]) {
     let len = data.len();
-    match rng.below(10) {
+    match rng.index(10) {
         // Flip one bit.
         0 | 1 if len > 0 => {
-            let i = rng.below(len);
-            data[i] ^= 1 << rng.below(8);
+            let i = rng.index(len);
+            data[i] ^= 1 << rng.index(8);
         }
         // One byte to a random or boundary value.
         2 if len > 0 => {
-            let i = rng.below(len);
+            let i = rng.index(len);
             data[i] = if rng.one_in(2) {
                 rng.next_u64() as u8
             } else {
-                INTERESTING[rng.below(INTERESTING.len())] as u8
+                INTERESTING[rng.index(INTERESTING.len())] as u8
             };
         }
         // A 2-, 4- or 8-byte little-endian field (length, count, offset) set
         // to a boundary value or nudged by a little, at a 4-aligned offset
         // where the formats keep their fields, or anywhere.
         3 | 4 if len >= 2 => {
-            let width = [2usize, 4, 8][rng.below(3)].min(len);
-            let mut at = rng.below(len - width + 1);
+            let width = [2usize, 4, 8][rng.index(3)].min(len);
+            let mut at = rng.index(len - width + 1);
             if rng.one_in(2) {
                 at &= !3;
             }
             let mut word = [0u8; 8];
             word[..width].copy_from_slice(&data[at..at + width]);
             let old = u64::from_le_bytes(word);
-            let new = match rng.below(3) {
-                0 => INTERESTING[rng.below(INTERESTING.len())],
-                1 => old.wrapping_add(1 + rng.below(16) as u64),
-                _ => old.wrapping_sub(1 + rng.below(16) as u64),
+            let new = match rng.index(3) {
+                0 => INTERESTING[rng.index(INTERESTING.len())],
+                1 => old.wrapping_add(1 + rng.index(16) as u64),
+                _ => old.wrapping_sub(1 + rng.index(16) as u64),
             };
             data[at..at + width].copy_from_slice(&new.to_le_bytes()[..width]);
         }
         // Cut the end off.
         5 => {
-            let keep = rng.below(len + 1);
+            let keep = rng.index(len + 1);
             data.truncate(keep);
         }
         // Splice a range of another sample in, overwriting or inserting.
         6 if !other.is_empty() => {
-            let from = rng.below(other.len());
-            let n = 1 + rng.below((other.len() - from).min(256));
+            let from = rng.index(other.len());
+            let n = 1 + rng.index((other.len() - from).min(256));
             let piece = &other[from..from + n];
-            let at = rng.below(len + 1);
+            let at = rng.index(len + 1);
             if rng.one_in(2) {
                 data.splice(at..at, piece.iter().copied());
             } else {
@@ -86,21 +86,21 @@ fn mutate_once(rng: &mut Rng, data: &mut Vec<u8>, other: &[u8]) {
         }
         // Delete a range.
         7 if len > 0 => {
-            let at = rng.below(len);
-            let n = 1 + rng.below((len - at).min(64));
+            let at = rng.index(len);
+            let n = 1 + rng.index((len - at).min(64));
             data.drain(at..at + n);
         }
         // Insert random bytes.
         8 => {
-            let at = rng.below(len + 1);
-            let n = 1 + rng.below(32);
+            let at = rng.index(len + 1);
+            let n = 1 + rng.index(32);
             let bytes = rng.bytes(n);
             data.splice(at..at, bytes);
         }
         // Repeat a range.
         _ if len > 0 => {
-            let at = rng.below(len);
-            let n = 1 + rng.below((len - at).min(128));
+            let at = rng.index(len);
+            let n = 1 + rng.index((len - at).min(128));
             let piece: Vec<u8> = data[at..at + n].to_vec();
             data.splice(at..at, piece);
         }
@@ -172,9 +172,18 @@ pub fn recording_block(arrival_us: u64, count: u32, payload: &[u8]) -> Vec<u8> {
     b
 }
 
-/// Recomputes the CRC of every chunk found walking each block of a segment
-/// the way recovery does (header, declared length, padded to 8 bytes).
+/// Recomputes the checksums of a segment file: the CRC of every frame of a
+/// compressed (`LOOMSEG2`) segment, walking frames from the file header as
+/// recovery does, or of every chunk found walking each block of an
+/// uncompressed one (header, declared length, padded to 8 bytes).
 pub fn reseal_segment(b: &mut [u8], block_size: usize) {
+    if b.starts_with(b"LOOMSEG2") {
+        let mut o = 16;
+        while let Some(len) = reseal_frame(b, o) {
+            o += (len + 7) & !7;
+        }
+        return;
+    }
     const HEADER: usize = 48;
     let mut block = 0;
     while block < b.len() {
@@ -191,6 +200,27 @@ pub fn reseal_segment(b: &mut [u8], block_size: usize) {
             o += (len + 7) & !7;
         }
         block += block_size;
+    }
+}
+
+/// Recomputes the CRC of the frame at `o` (bytes 0..64 and the body, stored
+/// at 64); returns the frame's length, `None` when no whole frame is there.
+fn reseal_frame(b: &mut [u8], o: usize) -> Option<usize> {
+    const HEADER: usize = loom::fuzz::chunk_input::FRAME_HEADER;
+    let body = u32_at(b, o + 4)? as usize;
+    let len = HEADER.checked_add(body)?;
+    if u32_at(b, o)? == 0 || o.checked_add(len)? > b.len() {
+        return None;
+    }
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&b[o..o + 64]), &b[o + HEADER..o + len]);
+    put_u32(b, o + 64, crc);
+    Some(len)
+}
+
+/// Re-seals a `decode_chunk` input holding a stored frame.
+pub fn reseal_chunk(b: &mut [u8]) {
+    if b.first() == Some(&loom::fuzz::chunk_input::FRAME) {
+        reseal_frame(b, 1);
     }
 }
 
@@ -216,7 +246,7 @@ mod tests {
 
     #[test]
     fn resealed_frames_pass_the_checksum() {
-        let mut rng = Rng::new(1);
+        let mut rng = SplitMix64::new(1);
         for mut frames in samples::frames(&mut rng, 20).expect("samples") {
             let last = frames.len() - 1;
             frames[last] ^= 0x40;
@@ -236,7 +266,7 @@ mod tests {
 
     #[test]
     fn resealed_recordings_pass_the_checksums() {
-        let mut rng = Rng::new(2);
+        let mut rng = SplitMix64::new(2);
         let is_crc = |e: &RecordingError| {
             matches!(
                 e,
@@ -262,11 +292,31 @@ mod tests {
     }
 
     #[test]
+    fn resealed_chunks_pass_the_frame_checksum() {
+        for mut c in loom::fuzz::chunk_samples(5) {
+            if c[0] != loom::fuzz::chunk_input::FRAME {
+                continue;
+            }
+            // The body's first byte.
+            c[1 + 72] ^= 0x10;
+            let crc_at = 1 + 64;
+            let before = c[crc_at..crc_at + 4].to_vec();
+            reseal_chunk(&mut c);
+            assert_ne!(
+                c[crc_at..crc_at + 4],
+                before[..],
+                "the checksum was recomputed"
+            );
+            loom::fuzz::decode_chunk(&c);
+        }
+    }
+
+    #[test]
     fn resealed_segments_pass_the_checksums() {
-        let mut rng = Rng::new(3);
+        let mut rng = SplitMix64::new(3);
         let block = loom::fuzz::segment_config().block_size;
         for mut seg in samples::segments(&mut rng, 6).expect("samples") {
-            // A byte of the first chunk's payload.
+            // A byte of the first frame's header (its first timestamp).
             seg[48] ^= 0x01;
             let report = |seg: &[u8]| {
                 let dir = tempfile::tempdir().expect("temp dir");

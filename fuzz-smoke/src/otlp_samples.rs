@@ -28,25 +28,25 @@ use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, Sta
 use otlp::{Encoding, Signal};
 use prost::Message;
 
-use crate::rng::Rng;
+use replay::rng::SplitMix64;
 
-fn text(rng: &mut Rng) -> String {
+fn text(rng: &mut SplitMix64) -> String {
     const WORDS: [&str; 8] = ["GET /a", "db", "é\"q\\", "", "x", "kv", "service", "value"];
-    WORDS[rng.below(WORDS.len())].repeat(1 + rng.below(3))
+    WORDS[rng.index(WORDS.len())].repeat(1 + rng.index(3))
 }
 
-fn any(rng: &mut Rng, depth: usize) -> AnyValue {
-    let v = match rng.below(if depth > 2 { 5 } else { 7 }) {
+fn any(rng: &mut SplitMix64, depth: usize) -> AnyValue {
+    let v = match rng.index(if depth > 2 { 5 } else { 7 }) {
         0 => Any::StringValue(text(rng)),
         1 => Any::BoolValue(rng.one_in(2)),
         2 => Any::IntValue(rng.next_u64() as i64),
         3 => Any::DoubleValue(f64::from_bits(rng.next_u64())),
         4 => {
-            let n = rng.below(8);
+            let n = rng.index(8);
             Any::BytesValue(rng.bytes(n))
         }
         5 => Any::ArrayValue(ArrayValue {
-            values: (0..rng.below(4)).map(|_| any(rng, depth + 1)).collect(),
+            values: (0..rng.index(4)).map(|_| any(rng, depth + 1)).collect(),
         }),
         _ => Any::KvlistValue(KeyValueList {
             values: attrs(rng, depth + 1),
@@ -55,8 +55,8 @@ fn any(rng: &mut Rng, depth: usize) -> AnyValue {
     AnyValue { value: Some(v) }
 }
 
-fn attrs(rng: &mut Rng, depth: usize) -> Vec<KeyValue> {
-    (0..rng.below(5))
+fn attrs(rng: &mut SplitMix64, depth: usize) -> Vec<KeyValue> {
+    (0..rng.index(5))
         .map(|_| KeyValue {
             key: text(rng),
             value: Some(any(rng, depth)),
@@ -65,7 +65,7 @@ fn attrs(rng: &mut Rng, depth: usize) -> Vec<KeyValue> {
         .collect()
 }
 
-fn resource(rng: &mut Rng) -> Option<Resource> {
+fn resource(rng: &mut SplitMix64) -> Option<Resource> {
     let mut a = attrs(rng, 0);
     if !rng.one_in(4) {
         a.push(KeyValue {
@@ -82,14 +82,14 @@ fn resource(rng: &mut Rng) -> Option<Resource> {
     })
 }
 
-fn scope(rng: &mut Rng) -> Option<InstrumentationScope> {
+fn scope(rng: &mut SplitMix64) -> Option<InstrumentationScope> {
     Some(InstrumentationScope {
         name: text(rng),
         ..Default::default()
     })
 }
 
-fn time(rng: &mut Rng) -> u64 {
+fn time(rng: &mut SplitMix64) -> u64 {
     if rng.one_in(8) {
         0
     } else {
@@ -97,20 +97,20 @@ fn time(rng: &mut Rng) -> u64 {
     }
 }
 
-fn traces(rng: &mut Rng) -> ExportTraceServiceRequest {
-    let span = |rng: &mut Rng| {
+fn traces(rng: &mut SplitMix64) -> ExportTraceServiceRequest {
+    let span = |rng: &mut SplitMix64| {
         let start = time(rng);
-        let parent = rng.below(2) * 8;
+        let parent = rng.index(2) * 8;
         Span {
             trace_id: rng.bytes(16),
             span_id: rng.bytes(8),
             parent_span_id: rng.bytes(parent),
             name: text(rng),
-            kind: rng.below(7) as i32,
+            kind: rng.index(7) as i32,
             start_time_unix_nano: start,
             end_time_unix_nano: start.wrapping_add(rng.next_u64() % 10_000_000_000),
             attributes: attrs(rng, 0),
-            events: (0..rng.below(3))
+            events: (0..rng.index(3))
                 .map(|_| Event {
                     time_unix_nano: time(rng),
                     name: text(rng),
@@ -118,7 +118,7 @@ fn traces(rng: &mut Rng) -> ExportTraceServiceRequest {
                     ..Default::default()
                 })
                 .collect(),
-            links: (0..rng.below(2))
+            links: (0..rng.index(2))
                 .map(|_| Link {
                     trace_id: rng.bytes(16),
                     span_id: rng.bytes(8),
@@ -128,18 +128,18 @@ fn traces(rng: &mut Rng) -> ExportTraceServiceRequest {
                 .collect(),
             status: Some(Status {
                 message: text(rng),
-                code: rng.below(4) as i32,
+                code: rng.index(4) as i32,
             }),
             ..Default::default()
         }
     };
     ExportTraceServiceRequest {
-        resource_spans: (0..1 + rng.below(2))
+        resource_spans: (0..1 + rng.index(2))
             .map(|_| ResourceSpans {
                 resource: resource(rng),
                 scope_spans: vec![ScopeSpans {
                     scope: scope(rng),
-                    spans: (0..rng.below(8)).map(|_| span(rng)).collect(),
+                    spans: (0..rng.index(8)).map(|_| span(rng)).collect(),
                     ..Default::default()
                 }],
                 ..Default::default()
@@ -148,11 +148,11 @@ fn traces(rng: &mut Rng) -> ExportTraceServiceRequest {
     }
 }
 
-fn logs(rng: &mut Rng) -> ExportLogsServiceRequest {
-    let record = |rng: &mut Rng| LogRecord {
+fn logs(rng: &mut SplitMix64) -> ExportLogsServiceRequest {
+    let record = |rng: &mut SplitMix64| LogRecord {
         time_unix_nano: time(rng),
         observed_time_unix_nano: time(rng),
-        severity_number: rng.below(26) as i32,
+        severity_number: rng.index(26) as i32,
         severity_text: if rng.one_in(2) {
             text(rng)
         } else {
@@ -171,7 +171,7 @@ fn logs(rng: &mut Rng) -> ExportLogsServiceRequest {
             resource: resource(rng),
             scope_logs: vec![ScopeLogs {
                 scope: scope(rng),
-                log_records: (0..rng.below(8)).map(|_| record(rng)).collect(),
+                log_records: (0..rng.index(8)).map(|_| record(rng)).collect(),
                 ..Default::default()
             }],
             ..Default::default()
@@ -179,8 +179,8 @@ fn logs(rng: &mut Rng) -> ExportLogsServiceRequest {
     }
 }
 
-fn metrics(rng: &mut Rng) -> ExportMetricsServiceRequest {
-    let number = |rng: &mut Rng| NumberDataPoint {
+fn metrics(rng: &mut SplitMix64) -> ExportMetricsServiceRequest {
+    let number = |rng: &mut SplitMix64| NumberDataPoint {
         attributes: attrs(rng, 0),
         start_time_unix_nano: time(rng),
         time_unix_nano: time(rng),
@@ -191,18 +191,18 @@ fn metrics(rng: &mut Rng) -> ExportMetricsServiceRequest {
         }),
         ..Default::default()
     };
-    let metric = |rng: &mut Rng| {
-        let data = match rng.below(5) {
+    let metric = |rng: &mut SplitMix64| {
+        let data = match rng.index(5) {
             0 => Data::Gauge(Gauge {
-                data_points: (0..rng.below(4)).map(|_| number(rng)).collect(),
+                data_points: (0..rng.index(4)).map(|_| number(rng)).collect(),
             }),
             1 => Data::Sum(Sum {
-                data_points: (0..rng.below(4)).map(|_| number(rng)).collect(),
-                aggregation_temporality: rng.below(3) as i32,
+                data_points: (0..rng.index(4)).map(|_| number(rng)).collect(),
+                aggregation_temporality: rng.index(3) as i32,
                 is_monotonic: rng.one_in(2),
             }),
             2 => Data::Histogram(Histogram {
-                data_points: (0..rng.below(3))
+                data_points: (0..rng.index(3))
                     .map(|_| HistogramDataPoint {
                         attributes: attrs(rng, 0),
                         time_unix_nano: time(rng),
@@ -220,7 +220,7 @@ fn metrics(rng: &mut Rng) -> ExportMetricsServiceRequest {
                 data_points: vec![ExponentialHistogramDataPoint {
                     time_unix_nano: time(rng),
                     count: 3,
-                    scale: rng.below(20) as i32 - 10,
+                    scale: rng.index(20) as i32 - 10,
                     positive: Some(Buckets {
                         offset: -2,
                         bucket_counts: vec![1, 2],
@@ -254,7 +254,7 @@ fn metrics(rng: &mut Rng) -> ExportMetricsServiceRequest {
             resource: resource(rng),
             scope_metrics: vec![ScopeMetrics {
                 scope: scope(rng),
-                metrics: (0..rng.below(5)).map(|_| metric(rng)).collect(),
+                metrics: (0..rng.index(5)).map(|_| metric(rng)).collect(),
                 ..Default::default()
             }],
             ..Default::default()
@@ -270,10 +270,10 @@ fn encode<M: Message + serde::Serialize>(m: &M, encoding: Encoding) -> Result<Ve
 }
 
 /// `n` inputs: header byte, then a (maybe gzip) body.
-pub fn inputs(rng: &mut Rng, n: usize) -> Result<Vec<Vec<u8>>> {
+pub fn inputs(rng: &mut SplitMix64, n: usize) -> Result<Vec<Vec<u8>>> {
     (0..n)
         .map(|_| {
-            let signal = [Signal::Traces, Signal::Logs, Signal::Metrics][rng.below(3)];
+            let signal = [Signal::Traces, Signal::Logs, Signal::Metrics][rng.index(3)];
             let encoding = if rng.one_in(2) {
                 Encoding::Json
             } else {
@@ -305,7 +305,7 @@ mod tests {
     /// The samples reach the converters: most decode and yield records.
     #[test]
     fn samples_decode_into_records() {
-        let mut rng = Rng::new(5);
+        let mut rng = SplitMix64::new(5);
         let registry = otlp::Registry::new(1000, []);
         let config = otlp::Config::default();
         let ctx = otlp::Context {

@@ -8,12 +8,12 @@ use telemetry::{
     Batch, KvOp, KvOpKind, Packet, PageCache, Record, RecordingHeader, RecordingWriter, Syscall,
 };
 
-use crate::rng::Rng;
+use replay::rng::SplitMix64;
 
 /// A random record of a random kind.
-pub fn record(rng: &mut Rng) -> Record {
-    let small = |rng: &mut Rng| rng.next_u64() % 100_000;
-    match rng.below(4) {
+pub fn record(rng: &mut SplitMix64) -> Record {
+    let small = |rng: &mut SplitMix64| rng.next_u64() % 100_000;
+    match rng.index(4) {
         0 => Record::KvOp(KvOp {
             thread_id: rng.next_u64() as u32,
             op: if rng.one_in(2) {
@@ -27,7 +27,7 @@ pub fn record(rng: &mut Rng) -> Record {
         1 => Record::Syscall(Syscall {
             pid: rng.next_u64() as u32,
             tid: rng.next_u64() as u32,
-            nr: rng.below(450) as u32,
+            nr: rng.index(450) as u32,
             start_us: small(rng),
             duration_us: small(rng),
         }),
@@ -50,7 +50,7 @@ pub fn record(rng: &mut Rng) -> Record {
                 dst_addr,
                 src_port: rng.next_u64() as u16,
                 dst_port: rng.next_u64() as u16,
-                length: rng.below(9000) as u32,
+                length: rng.index(9000) as u32,
                 timestamp_us: small(rng),
             })
         }
@@ -58,8 +58,8 @@ pub fn record(rng: &mut Rng) -> Record {
 }
 
 /// A batch of `0..max` random records.
-pub fn batch(rng: &mut Rng, max: usize) -> Batch {
-    let n = rng.below(max + 1);
+pub fn batch(rng: &mut SplitMix64, max: usize) -> Batch {
+    let n = rng.index(max + 1);
     Batch::new(
         rng.next_u64() % 1_000_000,
         (0..n).map(|_| record(rng)).collect(),
@@ -67,7 +67,7 @@ pub fn batch(rng: &mut Rng, max: usize) -> Batch {
 }
 
 /// `record_decode` inputs: the record count byte, then the batch payload.
-pub fn payloads(rng: &mut Rng, n: usize) -> Vec<Vec<u8>> {
+pub fn payloads(rng: &mut SplitMix64, n: usize) -> Vec<Vec<u8>> {
     (0..n)
         .map(|_| {
             let b = batch(rng, 40);
@@ -79,11 +79,11 @@ pub fn payloads(rng: &mut Rng, n: usize) -> Vec<Vec<u8>> {
 }
 
 /// `wire_frame` inputs: one to four frames back to back.
-pub fn frames(rng: &mut Rng, n: usize) -> Result<Vec<Vec<u8>>> {
+pub fn frames(rng: &mut SplitMix64, n: usize) -> Result<Vec<Vec<u8>>> {
     (0..n)
         .map(|_| {
             let mut out = Vec::new();
-            for _ in 0..1 + rng.below(4) {
+            for _ in 0..1 + rng.index(4) {
                 encode_frame(&batch(rng, 30), &mut out).context("encoding a frame")?;
             }
             Ok(out)
@@ -92,8 +92,8 @@ pub fn frames(rng: &mut Rng, n: usize) -> Result<Vec<Vec<u8>>> {
 }
 
 /// A recording header with short random-length texts.
-pub fn recording_header(rng: &mut Rng) -> RecordingHeader {
-    let text = |rng: &mut Rng| "x".repeat(rng.below(12));
+pub fn recording_header(rng: &mut SplitMix64) -> RecordingHeader {
+    let text = |rng: &mut SplitMix64| "x".repeat(rng.index(12));
     RecordingHeader {
         workload: text(rng),
         phase: text(rng),
@@ -103,12 +103,12 @@ pub fn recording_header(rng: &mut Rng) -> RecordingHeader {
 }
 
 /// `recording_file` inputs: a header and up to three batches.
-pub fn recordings(rng: &mut Rng, n: usize) -> Result<Vec<Vec<u8>>> {
+pub fn recordings(rng: &mut SplitMix64, n: usize) -> Result<Vec<Vec<u8>>> {
     (0..n)
         .map(|_| {
             let mut w = RecordingWriter::new(Vec::new(), &recording_header(rng))
                 .context("writing a recording header")?;
-            for _ in 0..rng.below(4) {
+            for _ in 0..rng.index(4) {
                 w.write_batch(&batch(rng, 30))
                     .context("writing a recording batch")?;
             }
@@ -120,13 +120,13 @@ pub fn recordings(rng: &mut Rng, n: usize) -> Result<Vec<Vec<u8>>> {
 /// `open_segment` inputs: the first segment of small stores written through
 /// the engine with `loom::fuzz::segment_config`, from a few records in one
 /// block to many over several blocks, with one to three sources.
-pub fn segments(rng: &mut Rng, n: usize) -> Result<Vec<Vec<u8>>> {
+pub fn segments(rng: &mut SplitMix64, n: usize) -> Result<Vec<Vec<u8>>> {
     let mut out = Vec::new();
     for i in 0..n {
         let dir = tempfile::tempdir().context("temp dir for a sample store")?;
         let (mut w, _r) = loom::open(dir.path(), loom::fuzz::segment_config())
             .context("opening a sample store")?;
-        let sources = 1 + rng.below(3);
+        let sources = 1 + rng.index(3);
         let mut handles = Vec::new();
         for s in 0..sources {
             let spec = loom::RangeIndexSpec {
@@ -139,15 +139,15 @@ pub fn segments(rng: &mut Rng, n: usize) -> Result<Vec<Vec<u8>>> {
         }
         // Every third sample spans blocks; the others stay small and fast.
         let records = if i % 3 == 0 {
-            200 + rng.below(400)
+            200 + rng.index(400)
         } else {
-            1 + rng.below(40)
+            1 + rng.index(40)
         };
         let mut ts = vec![0u64; sources];
         for _ in 0..records {
-            let s = rng.below(sources);
-            ts[s] += rng.below(3000) as u64;
-            let len = [0, 1, 8, 13, 24, 48, 200][rng.below(7)];
+            let s = rng.index(sources);
+            ts[s] += rng.index(3000) as u64;
+            let len = [0, 1, 8, 13, 24, 48, 200][rng.index(7)];
             w.push(handles[s], ts[s], &rng.bytes(len))?;
         }
         w.close().context("closing a sample store")?;

@@ -10,8 +10,8 @@ use anyhow::Result;
 use crate::influxql_samples;
 use crate::mutate::{self, mutate};
 use crate::otlp_samples;
-use crate::rng::Rng;
 use crate::samples;
+use replay::rng::SplitMix64;
 
 /// Which decoder a target feeds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,10 +30,12 @@ pub enum Format {
     InfluxqlStatement,
     /// `influxql::fuzz::query_request`: whole `/query` requests.
     InfluxqlQuery,
+    /// `loom::fuzz::decode_chunk`: one compressed chunk (frame).
+    Chunks,
 }
 
 /// Names as given on the command line, in run order (the cargo-fuzz names).
-pub const ALL: [(&str, Format); 7] = [
+pub const ALL: [(&str, Format); 8] = [
     ("record_decode", Format::Records),
     ("wire_frame", Format::Frames),
     ("recording_file", Format::Recordings),
@@ -41,6 +43,7 @@ pub const ALL: [(&str, Format); 7] = [
     ("otlp_decode", Format::Otlp),
     ("influxql_statement", Format::InfluxqlStatement),
     ("influxql_query", Format::InfluxqlQuery),
+    ("decode_chunk", Format::Chunks),
 ];
 
 /// Finds a target by name.
@@ -61,7 +64,7 @@ pub struct Target {
 
 impl Target {
     /// Builds `format`'s samples with the real encoders.
-    pub fn new(name: &'static str, format: Format, rng: &mut Rng) -> Result<Target> {
+    pub fn new(name: &'static str, format: Format, rng: &mut SplitMix64) -> Result<Target> {
         let samples = match format {
             Format::Records => samples::payloads(rng, 64),
             Format::Frames => samples::frames(rng, 64)?,
@@ -70,6 +73,9 @@ impl Target {
             Format::Otlp => otlp_samples::inputs(rng, 64)?,
             Format::InfluxqlStatement => influxql_samples::statements(rng, 256),
             Format::InfluxqlQuery => influxql_samples::requests(rng, 256),
+            Format::Chunks => (0..4)
+                .flat_map(|_| loom::fuzz::chunk_samples(rng.next_u64()))
+                .collect(),
         };
         let payloads = samples::payloads(rng, 32)
             .into_iter()
@@ -93,7 +99,7 @@ impl Target {
     /// Makes the next input into `out`: mostly a mutated sample with its
     /// checksums re-sealed, sometimes with the checksums left broken, and
     /// now and then plain random bytes.
-    pub fn next_input(&self, rng: &mut Rng, out: &mut Vec<u8>) {
+    pub fn next_input(&self, rng: &mut SplitMix64, out: &mut Vec<u8>) {
         out.clear();
         if rng.one_in(16) {
             let max = if self.format == Format::Segments {
@@ -101,7 +107,7 @@ impl Target {
             } else {
                 4096
             };
-            let n = rng.below(max);
+            let n = rng.index(max);
             out.extend((0..n).map(|_| rng.next_u64() as u8));
             return;
         }
@@ -109,8 +115,8 @@ impl Target {
             self.recording_around_mutated_payloads(rng, out);
             return;
         }
-        let base = &self.samples[rng.below(self.samples.len())];
-        let other = &self.samples[rng.below(self.samples.len())];
+        let base = &self.samples[rng.index(self.samples.len())];
+        let other = &self.samples[rng.index(self.samples.len())];
         out.extend_from_slice(base);
         if self.is_text() {
             // Text: the grammar's tokens and repeats now and then, byte
@@ -137,6 +143,7 @@ impl Target {
             }
             // No checksums: protobuf and JSON are decoded as they are.
             Format::Otlp | Format::InfluxqlStatement | Format::InfluxqlQuery => {}
+            Format::Chunks => mutate::reseal_chunk(out),
         }
     }
 
@@ -150,19 +157,19 @@ impl Target {
 
     /// A valid recording header followed by well-formed, checksummed blocks
     /// whose raw payloads (and record counts) are mutated.
-    fn recording_around_mutated_payloads(&self, rng: &mut Rng, out: &mut Vec<u8>) {
-        let sample = &self.samples[rng.below(self.samples.len())];
+    fn recording_around_mutated_payloads(&self, rng: &mut SplitMix64, out: &mut Vec<u8>) {
+        let sample = &self.samples[rng.index(self.samples.len())];
         let text = sample
             .get(12..16)
             .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
         let header_len = (20 + text).min(sample.len());
         out.extend_from_slice(&sample[..header_len]);
-        for _ in 0..1 + rng.below(3) {
-            let mut payload = self.payloads[rng.below(self.payloads.len())].clone();
-            let other = &self.payloads[rng.below(self.payloads.len())];
+        for _ in 0..1 + rng.index(3) {
+            let mut payload = self.payloads[rng.index(self.payloads.len())].clone();
+            let other = &self.payloads[rng.index(self.payloads.len())];
             mutate(rng, &mut payload, other);
             let count = if rng.one_in(2) {
-                rng.below(64) as u32
+                rng.index(64) as u32
             } else {
                 (payload.len() / 25) as u32
             };
@@ -201,6 +208,7 @@ pub fn run_body(format: Format, scratch: &Path, input: &[u8]) -> io::Result<()> 
         Format::Otlp => otlp::fuzz::otlp_decode(input),
         Format::InfluxqlStatement => influxql::fuzz::statement(input),
         Format::InfluxqlQuery => influxql::fuzz::query_request(input),
+        Format::Chunks => loom::fuzz::decode_chunk(input),
     }
     Ok(())
 }

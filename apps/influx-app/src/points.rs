@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 
 use influxdb_line_protocol::builder::LineProtocolBuilder;
-use telemetry::model::{FieldValue, Series};
+use telemetry::model::{Series, Value};
 use telemetry::Record;
 
 /// Nanoseconds per µs.
@@ -83,12 +83,12 @@ impl Encoder {
             return ns;
         };
         let mut line = line.field(
-            first.name,
+            first.name(),
             to_i64(first.read(&self.record_bytes), &mut self.saturated),
         );
         for f in fields {
             line = line.field(
-                f.name,
+                f.name(),
                 to_i64(f.read(&self.record_bytes), &mut self.saturated),
             );
         }
@@ -116,14 +116,14 @@ impl Encoder {
 /// InfluxDB 1.6 accepts signed integers only (the `u` suffix needs a build
 /// flag), so unsigned fields are written as `i64`; values above `i64::MAX`
 /// (never seen in the telemetry: they are pids, µs and page numbers) saturate.
-fn to_i64(v: Option<FieldValue>, saturated: &mut u64) -> i64 {
+fn to_i64(v: Option<Value>, saturated: &mut u64) -> i64 {
     match v {
-        Some(FieldValue::Unsigned(u)) => i64::try_from(u).unwrap_or_else(|_| {
+        Some(Value::Unsigned(u)) => i64::try_from(u).unwrap_or_else(|_| {
             *saturated += 1;
             i64::MAX
         }),
-        Some(FieldValue::Signed(i)) => i,
-        Some(FieldValue::Float(f)) => f as i64,
+        Some(Value::Signed(i)) => i,
+        Some(Value::Float(f)) => f as i64,
         // Records are encoded to their full length just above.
         None => 0,
     }
@@ -218,10 +218,7 @@ mod tests {
     #[test]
     fn huge_unsigned_values_saturate() {
         let mut s = 0;
-        assert_eq!(
-            to_i64(Some(FieldValue::Unsigned(u64::MAX)), &mut s),
-            i64::MAX
-        );
+        assert_eq!(to_i64(Some(Value::Unsigned(u64::MAX)), &mut s), i64::MAX);
         assert_eq!(s, 1);
     }
 }

@@ -22,19 +22,40 @@ pub struct Cli {
     /// logged and counted (`auth_refused`).
     #[arg(long, default_value = "127.0.0.1:7878")]
     pub addr: String,
-    /// Store directory. An existing store is reopened and appended to.
-    /// Default: a fresh directory under the repo's tmp-data/, deleted at exit
-    /// unless --keep-data.
-    #[arg(long, alias = "mach-path")]
+    /// Store directory, created if missing; an existing store is reopened
+    /// and appended to, never deleted. Default: `/var/lib/loom` as root,
+    /// otherwise `$XDG_DATA_HOME/loom` or `~/.local/share/loom`.
+    #[arg(long, alias = "mach-path", conflicts_with = "temp_store")]
     pub loom_path: Option<PathBuf>,
-    /// Keep the default store directory at exit.
+    /// Store in a fresh directory created under DIR and deleted at exit
+    /// (unless --keep-data): for experiments and benchmarks, which start
+    /// from an empty store each run.
+    #[arg(long, value_name = "DIR")]
+    pub temp_store: Option<PathBuf>,
+    /// Keep the --temp-store directory at exit (any other store is always
+    /// kept).
     #[arg(long)]
     pub keep_data: bool,
+    /// TCP ingest is TLS only, with this PEM certificate chain (leaf
+    /// first); needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     /// Seconds between progress lines.
     #[arg(long, default_value_t = 10.0)]
     pub report_interval_s: f64,
-    /// Questions to ask (comma separated).
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "rocksdb-p1")]
+    /// Named questions to ask periodically or at the end (comma
+    /// separated): the paper's workload questions. None by default; any
+    /// question can be asked in InfluxQL over the HTTP API (`--http`).
+    #[arg(
+        long = "question",
+        alias = "query",
+        value_name = "NAME",
+        value_enum,
+        value_delimiter = ','
+    )]
     pub query: Vec<Query>,
     /// Seconds between periodic queries.
     #[arg(long, default_value_t = 120.0)]
@@ -104,6 +125,10 @@ pub struct Cli {
     /// flight.
     #[arg(long, default_value_t = 1000)]
     pub persist_interval_ms: u64,
+    /// zstd level of the chunks written to disk (compressed off the ingest
+    /// thread); 0 stores them uncompressed.
+    #[arg(long, default_value_t = 3)]
+    pub compression_level: i32,
     /// Drop the oldest data (whole segments) while the store holds more than
     /// this many bytes.
     #[arg(long)]
@@ -290,5 +315,30 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("--timestamps event"));
+    }
+
+    #[test]
+    fn a_plain_start_asks_nothing_and_keeps_its_store() {
+        let cli = Cli::try_parse_from(["loom-app"]).unwrap();
+        assert!(cli.query.is_empty());
+        assert_eq!(
+            (cli.loom_path, cli.temp_store, cli.keep_data),
+            (None, None, false)
+        );
+        let cli = Cli::try_parse_from([
+            "loom-app",
+            "--question",
+            "rocksdb-p1",
+            "--query",
+            "rocksdb-p2",
+        ])
+        .unwrap();
+        assert_eq!(cli.query, vec![Query::RocksdbP1, Query::RocksdbP2]);
+        // A store is given or temporary, not both; TLS needs both files.
+        assert!(
+            Cli::try_parse_from(["loom-app", "--loom-path", "/a", "--temp-store", "/b"]).is_err()
+        );
+        assert!(Cli::try_parse_from(["loom-app", "--tls-cert", "/c"]).is_err());
+        assert!(Cli::try_parse_from(["loom-app", "--tls-cert", "/c", "--tls-key", "/k"]).is_ok());
     }
 }

@@ -5,8 +5,11 @@
 //! source by its data-model schema on first sight, publishes to readers
 //! every few ms and makes data durable every `--persist-interval-ms`. A full
 //! queue drops batches (counted), never slowing senders. A query thread asks
-//! the workload's questions from a `loom::Reader`. A directory that holds a
-//! store is reopened and appended to.
+//! the named questions (`--question`, none by default) from a
+//! `loom::Reader`. The store (`--loom-path`, default the user's data
+//! directory, see `store::default_dir`) is reopened and appended to and
+//! never deleted; `--temp-store` gives experiments a fresh one deleted at
+//! exit. `--tls-cert/--tls-key` make the TCP ingest port TLS only.
 //!
 //! Output (stable, parsed by `figures/`):
 //! - every `--report-interval-s`: `Records received: r, dropped: d, total
@@ -100,6 +103,18 @@ fn main() -> anyhow::Result<()> {
         .unwrap_or(0);
     let token = http::auth_token(&cli)?;
     stream_addr_allowed(&cli.addr, token.is_some())?;
+    let tls = match (&cli.tls_cert, &cli.tls_key) {
+        (Some(cert), Some(key)) => Some(endpoint::ServerTls::from_pem_files(cert, key)?),
+        _ => None,
+    };
+    // Before the listening line: a supervisor (or a test) that stops
+    // loom-app as soon as it listens gets the clean SIGINT stop.
+    let shutdown = Arc::new(AtomicBool::new(false));
+    {
+        let shutdown = shutdown.clone();
+        ctrlc::set_handler(move || shutdown.store(true, Ordering::SeqCst))
+            .context("installing the Ctrl-C handler")?;
+    }
     let listener =
         TcpListener::bind(&cli.addr).with_context(|| format!("listening on {}", cli.addr))?;
     println!(
@@ -112,6 +127,9 @@ fn main() -> anyhow::Result<()> {
         cli.query.iter().map(|q| q.name()).collect::<Vec<_>>(),
         cli.timestamps
     );
+    if let Some(cert) = &cli.tls_cert {
+        println!("TCP ingest is TLS only (certificate {})", cert.display());
+    }
 
     let http_server = http::start(&cli, reader.clone())?;
     let exporting = exporting::start(&cli, reader.clone())?;
@@ -121,18 +139,13 @@ fn main() -> anyhow::Result<()> {
         series: series.clone(),
         ..Counters::default()
     });
-    let shutdown = Arc::new(AtomicBool::new(false));
     let finished = Arc::new(AtomicBool::new(false));
-    {
-        let shutdown = shutdown.clone();
-        ctrlc::set_handler(move || shutdown.store(true, Ordering::SeqCst))
-            .context("installing the Ctrl-C handler")?;
-    }
     let (tx, rx) = crossbeam_channel::bounded::<receive::Msg>(cli.queue_capacity);
     let recv_cfg = endpoint::ReceiveConfig {
         max_queued_bytes: cli.queue_max_bytes,
         auth_token: token.clone(),
         receiver_name: format!("loom-app {}", env!("CARGO_PKG_VERSION")),
+        tls,
         ..endpoint::ReceiveConfig::new(cli.max_payload_bytes)
     };
     // Enough idle buffers for every receiver's next group while ingest keeps up.
@@ -255,7 +268,7 @@ fn main() -> anyhow::Result<()> {
         })?;
     }
 
-    let (writer, end) = ingest
+    let (mut writer, end) = ingest
         .join()
         .map_err(|_| anyhow::anyhow!("the ingest thread panicked"))?;
     finished.store(true, Ordering::SeqCst);
@@ -322,22 +335,36 @@ fn main() -> anyhow::Result<()> {
     );
     if cli.machine_output {
         println!(
-            "STATS received={received} dropped={dropped} ingested={} not_stored={} bad_connections={} auth_refused={} series_refused={}",
+            "STATS received={received} dropped={dropped} ingested={} not_stored={} bad_connections={} auth_refused={} series_refused={} late={}",
             Counters::get(&c.records_ingested),
             Counters::get(&c.records_refused),
             Counters::get(&c.recv.bad_connections),
             Counters::get(&c.recv.auth_refused),
-            c.series.refused()
+            c.series.refused(),
+            Counters::get(&c.records_late)
         );
     }
     drop(otlp_servers);
     drop(http_server);
     drop(exporting);
+    // Persist first so the counters include the chunks sealed at close.
+    if let Err(e) = writer.persist() {
+        eprintln!("persist before close: {e}");
+    }
     let stats = writer.stats();
     writer.close().context("closing the store")?;
     println!(
         "store: {} records, {} chunks, {} blocks flushed, {} segments dropped by retention",
         stats.records, stats.chunks, stats.blocks_flushed, stats.segments_dropped
+    );
+    println!(
+        "store compression: {} chunks written, {} stored uncompressed ({} of them to keep up with ingest), {} bytes of chunks in {} bytes of frames (ratio {:.2})",
+        stats.chunks_written,
+        stats.chunks_stored_raw,
+        stats.chunks_raw_to_keep_up,
+        stats.chunk_bytes_written,
+        stats.frame_bytes_written,
+        stats.chunk_bytes_written as f64 / stats.frame_bytes_written.max(1) as f64
     );
     if let Some(t) = temp {
         if cli.keep_data {

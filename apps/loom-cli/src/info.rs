@@ -1,21 +1,68 @@
-//! `loom info`: what a store holds, per measurement and tag set.
+//! `loom info`: what a store holds, per measurement and tag set, and what
+//! each measurement costs on disk.
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use anyhow::Context;
 
-fn dir_bytes(p: &Path) -> u64 {
+/// Bytes the files under `p` take on disk as `du` counts them (allocated
+/// 512-byte blocks, not apparent lengths).
+pub fn allocated_bytes(p: &Path) -> u64 {
     let Ok(rd) = std::fs::read_dir(p) else {
         return 0;
     };
     rd.flatten()
         .map(|e| match e.metadata() {
-            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
-            Ok(m) => m.len(),
+            Ok(m) if m.is_dir() => allocated_bytes(&e.path()),
+            Ok(m) => m.blocks() * 512,
             Err(_) => 0,
         })
         .sum()
+}
+
+/// Storage of one measurement: its series' chunks together.
+#[derive(Default)]
+struct Cost {
+    records: u64,
+    chunk_bytes: u64,
+    stored_bytes: u64,
+}
+
+/// One line per measurement: records, bytes on disk (every file of the
+/// store at its allocated size, shared out by each measurement's part of
+/// the segment bytes), bytes per record, compression ratio.
+fn storage_lines(
+    out: &mut String,
+    costs: &BTreeMap<String, Cost>,
+    allocated: u64,
+) -> std::fmt::Result {
+    let stored: u64 = costs.values().map(|c| c.stored_bytes).sum();
+    for (m, c) in costs {
+        let share = if stored == 0 {
+            0.0
+        } else {
+            allocated as f64 * c.stored_bytes as f64 / stored as f64
+        };
+        let per = if c.records == 0 {
+            0.0
+        } else {
+            share / c.records as f64
+        };
+        let ratio = if c.stored_bytes == 0 {
+            0.0
+        } else {
+            c.chunk_bytes as f64 / c.stored_bytes as f64
+        };
+        writeln!(
+            out,
+            "storage measurement={m} records={} bytes_on_disk={:.0} bytes_per_record={per:.2} compression_ratio={ratio:.2} uncompressed_bytes={}",
+            c.records, share, c.chunk_bytes
+        )?;
+    }
+    Ok(())
 }
 
 /// A text description of the store at `dir` (opened read-only).
@@ -24,6 +71,7 @@ pub fn describe(dir: &Path) -> anyhow::Result<String> {
         .with_context(|| format!("opening {} read-only", dir.display()))?;
     let snap = reader.snapshot();
     let mut out = String::new();
+    let mut costs: BTreeMap<String, Cost> = BTreeMap::new();
     let mut schemas = snap.schemas();
     schemas.sort_by(|a, b| (&a.1.measurement, &a.1.tags).cmp(&(&b.1.measurement, &b.1.tags)));
     for (id, s) in &schemas {
@@ -58,7 +106,24 @@ pub fn describe(dir: &Path) -> anyhow::Result<String> {
             snap.retained_count(*id),
             snap.record_count(*id),
         )?;
+        if let Some(u) = snap.storage_use(*id) {
+            let c = costs.entry(s.measurement.clone()).or_default();
+            c.records += u.records;
+            c.chunk_bytes += u.chunk_bytes;
+            c.stored_bytes += u.stored_bytes;
+        }
     }
+    for id in snap.sources() {
+        if snap.schema(id).is_none() {
+            if let Some(u) = snap.storage_use(id) {
+                let c = costs.entry("(no schema)".into()).or_default();
+                c.records += u.records;
+                c.chunk_bytes += u.chunk_bytes;
+                c.stored_bytes += u.stored_bytes;
+            }
+        }
+    }
+    let allocated = allocated_bytes(dir);
     let others = snap.sources().len() - schemas.len();
     if others > 0 {
         writeln!(
@@ -66,12 +131,15 @@ pub fn describe(dir: &Path) -> anyhow::Result<String> {
             "{others} source(s) without a schema (not visible to InfluxQL)"
         )?;
     }
+    storage_lines(&mut out, &costs, allocated)?;
+    let records: u64 = costs.values().map(|c| c.records).sum();
     writeln!(
         out,
-        "store {}: {} series, {:.1} MB on disk (all series together; segments hold every source)",
+        "store {}: {} series, {records} records, {:.1} MB on disk (allocated, every file), {:.2} bytes/record",
         dir.display(),
         schemas.len(),
-        dir_bytes(dir) as f64 / 1e6
+        allocated as f64 / 1e6,
+        if records == 0 { 0.0 } else { allocated as f64 / records as f64 }
     )?;
     Ok(out)
 }

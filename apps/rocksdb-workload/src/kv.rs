@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use replay::rng::SplitMix64;
 use rocksdb::{Options, WriteOptions, DB};
 use telemetry::{KvOp, KvOpKind, Record};
 
@@ -71,24 +72,6 @@ pub fn load_hot_keys(db: &DB, config: &WorkloadConfig) -> Result<(), WorkloadErr
     db.flush().map_err(err)
 }
 
-/// xorshift64*: fast, good enough to pick keys, no shared state.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
 /// One worker: reads hot keys and writes anywhere until `shared.stop`,
 /// turning every operation into a KV op record once telemetry is on.
 /// Returns the first RocksDB error.
@@ -100,7 +83,7 @@ pub fn run_worker(
     mut buffer: RecordBuffer,
 ) -> Result<(), WorkloadError> {
     let tid = gettid();
-    let mut rng = Rng(seed | 1);
+    let mut rng = SplitMix64::new(seed);
     let mut value = vec![0u8; config.value_size];
     let mut write_opts = WriteOptions::default();
     write_opts.disable_wal(false);
@@ -110,7 +93,7 @@ pub fn run_worker(
         source,
     };
     while !shared.stop.load(Ordering::Relaxed) {
-        let read = rng.unit() < config.read_ratio;
+        let read = rng.uniform() < config.read_ratio;
         let start_ns = monotonic_ns();
         let t0 = Instant::now();
         if read {
@@ -118,7 +101,7 @@ pub fn run_worker(
             db.get_pinned(key(k)).map_err(err)?;
         } else {
             let k = rng.below(config.key_space);
-            let stamp = rng.next().to_le_bytes();
+            let stamp = rng.next_u64().to_le_bytes();
             let n = stamp.len().min(value.len());
             value[..n].copy_from_slice(&stamp[..n]);
             db.put_opt(key(k), &value, &write_opts).map_err(err)?;

@@ -1,10 +1,12 @@
 //! A short run delivers exactly the records it says it sent, over TCP and
 //! into a recording file.
 
+use std::io::Write;
 use std::net::TcpListener;
 use std::time::Duration;
 
 use rocksdb_workload::{Destination, WorkloadConfig};
+use telemetry::wire::{self, FrameType, Hello, Incoming, Welcome};
 use telemetry::{Batch, FrameReader, Record, RecordingReader};
 
 fn small(dir: &std::path::Path, destination: Destination) -> WorkloadConfig {
@@ -38,12 +40,40 @@ fn tcp_receiver_gets_every_sent_record() {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let addr = listener.local_addr().expect("addr").to_string();
     let receiver = std::thread::spawn(move || {
+        // The workload speaks wire version 2: a HELLO answered by a
+        // WELCOME, a SERIES declaration, then data frames.
         let (stream, _) = listener.accept().expect("accept");
         let mut frames = FrameReader::new(stream);
-        let mut batch = Batch::default();
+        let mut payload = Vec::new();
         let mut records = Vec::new();
-        while frames.read_into(&mut batch).expect("valid frame") {
-            records.extend_from_slice(&batch.records);
+        let mut welcomed = false;
+        while let Some(frame) = frames.read_frame_into(&mut payload).expect("valid frame") {
+            match frame {
+                Incoming::Control(h, body) if h.frame_type == FrameType::Hello => {
+                    Hello::decode(&body).expect("HELLO");
+                    let welcome = Welcome {
+                        durable_seq: 0,
+                        flags: 0,
+                        receiver: "destinations test".into(),
+                    };
+                    let mut out = Vec::new();
+                    wire::encode_control(FrameType::Welcome, 0, 0, &welcome.encode(), &mut out)
+                        .expect("WELCOME");
+                    frames.get_mut().write_all(&out).expect("answer HELLO");
+                    welcomed = true;
+                }
+                Incoming::Control(h, _) => {
+                    assert_eq!(h.frame_type, FrameType::Series, "{h:?}");
+                }
+                Incoming::Data(h) => {
+                    assert!(welcomed, "data before the HELLO");
+                    records.extend(
+                        telemetry::batch::decode_payload(&payload, h.record_count)
+                            .expect("records"),
+                    );
+                    payload.clear();
+                }
+            }
         }
         records
     });

@@ -56,7 +56,7 @@ fn every_request_is_one_kv_record_and_packets_are_the_server_ports_only() {
                 Record::KvOp(k) => kv.push(*k),
                 Record::Syscall(s) => sys.push(*s),
                 Record::Packet(p) => pkt.push(*p),
-                Record::PageCache(p) => panic!("no page-cache probe runs: {p:?}"),
+                other => panic!("only KV, syscall and packet probes run: {other:?}"),
             }
         }
     }

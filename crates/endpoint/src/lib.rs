@@ -17,6 +17,8 @@
 //! - [`session`]: wire version 2 on a connection: the HELLO and its
 //!   token, series references and their tags, sequence numbers.
 //! - [`series_limit`]: the one bound on series shared by every way in.
+//! - [`tls`]: rustls on the stream, for receivers (certificate and key)
+//!   and senders (the CA to trust), so every app and sender shares one setup.
 //! - [`output`]: answer lines, `--query-window-us` parsing and the
 //!   interruptible sleep of the reporter and query threads.
 
@@ -27,6 +29,7 @@ pub mod pool;
 pub mod receive;
 pub mod series_limit;
 pub mod session;
+pub mod tls;
 
 pub use counters::Counters;
 pub use durable::{DurableMark, NotDurable};
@@ -34,6 +37,7 @@ pub use pool::BufferPool;
 pub use receive::{listen, Frames, Message, ReceiveConfig, Segment};
 pub use series_limit::SeriesLimit;
 pub use session::SeriesContext;
+pub use tls::{ClientStream, ClientTls, ServerTls, TlsError};
 
 /// Wall-clock time, µs since the Unix epoch.
 pub fn epoch_us() -> u64 {

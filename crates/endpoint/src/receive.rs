@@ -16,9 +16,14 @@
 //! version-2 HELLO carrying it is accepted: anything else is refused
 //! (REFUSE frame where the peer speaks version 2), logged, counted in
 //! `auth_refused`, and the connection closed.
+//!
+//! With [`ReceiveConfig::tls`] every connection first completes a TLS
+//! handshake in its own thread; one that fails (a plain-text client, a
+//! silent one) is closed alone, logged and counted as bad. The frame loop
+//! is generic over the stream, so plain TCP runs the same code as before.
 
 use std::io::{BufReader, Read, Write};
-use std::net::TcpListener;
+use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
@@ -41,6 +46,7 @@ pub struct Segment {
     /// Their context (`None`: version 1, no added tags).
     pub context: Option<Arc<SeriesContext>>,
 }
+use crate::tls::ServerTls;
 
 /// Frames received together: their payloads back to back, which is itself
 /// a valid payload of `records` records (each a tag byte and its encoding).
@@ -158,6 +164,9 @@ pub struct ReceiveConfig {
     pub auth_token: Option<String>,
     /// Named in WELCOME frames (program and version).
     pub receiver_name: String,
+    /// Accept TLS connections only (rustls), with this certificate and key;
+    /// `None` for plain TCP.
+    pub tls: Option<ServerTls>,
 }
 
 impl ReceiveConfig {
@@ -175,6 +184,7 @@ impl ReceiveConfig {
             max_queued_bytes: 1 << 30,
             auth_token: None,
             receiver_name: "loom endpoint".to_string(),
+            tls: None,
         }
     }
 }
@@ -209,7 +219,7 @@ pub fn listen<M: Message>(
                             pool: &pool,
                             max_queued_bytes: cfg.max_queued_bytes,
                         };
-                        conn.receive(stream, &cfg)
+                        conn.run(stream, &cfg)
                     });
                 if let Err(e) = spawned {
                     log::error!("cannot start a receiving thread for connection {id}: {e}");
@@ -266,6 +276,22 @@ enum Close {
 }
 
 impl<M: Message> Connection<'_, M> {
+    /// Receives from one accepted connection, through TLS when configured.
+    fn run(&self, stream: TcpStream, cfg: &ReceiveConfig) {
+        match &cfg.tls {
+            None => self.receive(stream, cfg),
+            Some(tls) => match tls.accept(stream, self.peer) {
+                Ok(s) => self.receive(s, cfg),
+                // No frame was ever read, so no stream ended: the
+                // connection does not count towards --stop-after-connections.
+                Err(e) => {
+                    Counters::add(&self.counters.bad_connections, 1);
+                    log::warn!("connection {} closed: {e}", self.id);
+                }
+            },
+        }
+    }
+
     fn receive<S: Read + Write>(&self, stream: S, cfg: &ReceiveConfig) {
         let mut reader = FrameReader::with_max_payload(
             BufReader::with_capacity(cfg.read_buffer, stream),

@@ -54,8 +54,8 @@ impl SeriesContext {
 pub fn token_matches(presented: &str, expected: &str) -> bool {
     let (a, b) = (presented.as_bytes(), expected.as_bytes());
     let mut diff = (a.len() != b.len()) as u8;
-    for i in 0..b.len() {
-        diff |= a.get(i).copied().unwrap_or(0) ^ b[i];
+    for (i, &expected_byte) in b.iter().enumerate() {
+        diff |= a.get(i).copied().unwrap_or(0) ^ expected_byte;
     }
     diff == 0
 }

@@ -15,7 +15,7 @@ use loom::{FieldDef, FieldType, IndexDef, RecordBuilder, SourceId, SourceSchema}
 
 fn schema(nr: u32, name: &str) -> SourceSchema {
     let f = |n: &str, o, ty| FieldDef {
-        name: n.into(),
+        name: n.to_string().into(),
         offset: o,
         ty,
     };

@@ -88,9 +88,9 @@ fn field_columns(series: &[Series], slices: &[Slice]) -> Vec<(String, String, Fi
             let col = if out.iter().any(|(c, _, _)| *c == f.name) {
                 format!("{}_{}", f.name, type_name(f.ty))
             } else {
-                f.name.clone()
+                f.name.to_string()
             };
-            out.push((col, f.name.clone(), f.ty));
+            out.push((col, f.name.to_string(), f.ty));
         }
     }
     out

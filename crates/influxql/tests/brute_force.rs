@@ -12,7 +12,7 @@ use proptest::prelude::*;
 
 fn field(name: &str, offset: u32, ty: FieldType) -> FieldDef {
     FieldDef {
-        name: name.into(),
+        name: name.to_string().into(),
         offset,
         ty,
     }

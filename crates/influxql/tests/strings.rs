@@ -8,7 +8,7 @@ use loom::{Config, FieldDef, FieldType, IndexDef, RecordBuilder, SourceId, Sourc
 
 fn field(name: &str, offset: u32, ty: FieldType) -> FieldDef {
     FieldDef {
-        name: name.into(),
+        name: name.to_string().into(),
         offset,
         ty,
     }

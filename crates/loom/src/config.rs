@@ -64,6 +64,17 @@ pub struct Config {
     /// the segment that was being written. With true, corruption anywhere
     /// is found (and skipped) on open instead of by the query that meets it.
     pub verify_on_open: bool,
+    /// zstd level of the chunks the flusher compresses on their way to
+    /// disk (`docs/chunk-format.md`); `None` stores them uncompressed (in
+    /// the same frames). Default `Some(3)`.
+    pub compression_level: Option<i32>,
+    /// Full blocks queued at the flusher at which it stops compressing and
+    /// stores chunks as they are until it catches up, so ingest never waits
+    /// for compression (counted in `WriterStats::chunks_raw_to_keep_up`).
+    /// Default 1: compress while the flusher keeps up with the writer;
+    /// `usize::MAX` always compresses (the writer then waits when every
+    /// in-memory block is queued).
+    pub store_raw_when_queued: usize,
 }
 
 impl Default for Config {
@@ -81,6 +92,8 @@ impl Default for Config {
             retention_bytes: None,
             retention_age_us: None,
             verify_on_open: false,
+            compression_level: Some(3),
+            store_raw_when_queued: 1,
         }
     }
 }

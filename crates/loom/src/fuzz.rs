@@ -73,3 +73,146 @@ pub fn open_segment(dir: &Path, data: &[u8]) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// Largest chunk the `decode_chunk` target accepts (1 MiB).
+pub const DECODE_MAX_CHUNK: usize = 1 << 20;
+
+/// `decode_chunk` input kinds (the first byte).
+pub mod chunk_input {
+    /// The rest is a frame as stored on disk (header and zstd body).
+    pub const FRAME: u8 = 0;
+    /// The rest is a frame header followed by the uncompressed columns,
+    /// which the body compresses before decoding: mutations then reach
+    /// the column decoder instead of stopping in zstd.
+    pub const COLUMNS: u8 = 1;
+    /// Bytes of a frame header.
+    pub const FRAME_HEADER: usize = crate::storage::frame::FRAME_HEADER;
+}
+
+/// Any bytes as one compressed chunk (see [`chunk_input`]): decoding
+/// returns an error or exactly the chunk its header declares (its length,
+/// `count` records with timestamps in `[first_ts, last_ts]`), never panics
+/// or loops, and allocates no more than a small multiple of the declared
+/// chunk length (at most [`DECODE_MAX_CHUNK`]).
+pub fn decode_chunk(input: &[u8]) {
+    use crate::log::chunk::HEADER_LEN;
+    use crate::log::codec::{self, Codec};
+    use crate::log::record::RecordIter;
+    use crate::storage::frame::{FrameHeader, FRAME_HEADER};
+
+    let Some((&kind, rest)) = input.split_first() else {
+        return;
+    };
+    let Ok(Some(h)) = FrameHeader::read(rest, DECODE_MAX_CHUNK) else {
+        return;
+    };
+    let payload_len = h.chunk.len as usize - HEADER_LEN;
+    let decoded = match kind {
+        chunk_input::FRAME => {
+            if h.verify(rest).is_err() {
+                return;
+            }
+            h.decode(rest).map(|chunk| chunk[HEADER_LEN..].to_vec())
+        }
+        chunk_input::COLUMNS => {
+            let cols = &rest[FRAME_HEADER.min(rest.len())..];
+            let Ok(body) = zstd::bulk::compress(cols, 1) else {
+                return;
+            };
+            codec::decode(Codec::Columns, &body, payload_len, h.chunk.count)
+        }
+        _ => return,
+    };
+    let Ok(payload) = decoded else { return };
+    assert_eq!(payload.len(), payload_len, "decoded payload length");
+    let mut n = 0u32;
+    for rec in RecordIter::new(&payload, h.chunk.first_ts, h.chunk.count) {
+        let Ok((ts, _)) = rec else { return };
+        if kind == chunk_input::FRAME {
+            // The chunk checksum passed: the records are those written.
+            assert!(
+                ts >= h.chunk.first_ts && ts <= h.chunk.last_ts,
+                "timestamp {ts} outside the header's span"
+            );
+        }
+        n += 1;
+    }
+    assert_eq!(n, h.chunk.count, "records decoded");
+}
+
+/// Valid `decode_chunk` inputs made by the real encoder: chunks of
+/// telemetry-like, repeated, random and variable-length records, each as a
+/// stored frame and as header plus columns.
+pub fn chunk_samples(seed: u64) -> Vec<Vec<u8>> {
+    use crate::log::chunk::{ChunkHeader, HEADER_LEN, NO_CHUNK};
+    use crate::log::codec::Encoder;
+    use crate::log::record::encode;
+    use crate::storage::frame::FrameHeader;
+
+    let mut x = seed | 1;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut out = Vec::new();
+    let mut enc = Encoder::new(Some(3));
+    for shape in 0..8u64 {
+        let n = [1u64, 2, 17, 300][(shape % 4) as usize];
+        let mut recs = Vec::new();
+        let mut ts = next() % (1 << 40);
+        for i in 0..n {
+            ts += next() % [1, 5, 1000, 1 << 20][(shape / 2 % 4) as usize];
+            let len = if shape % 2 == 0 {
+                24
+            } else {
+                (next() % 40) as usize
+            };
+            let rec: Vec<u8> = (0..len)
+                .map(|k| {
+                    if shape < 4 {
+                        (i as usize * 3 + k) as u8
+                    } else {
+                        next() as u8
+                    }
+                })
+                .collect();
+            recs.push((ts, rec));
+        }
+        let first = recs[0].0;
+        let mut payload = vec![0u8; recs.iter().map(|r| r.1.len() + 20).sum()];
+        let (mut len, mut prev) = (0, first);
+        for (t, r) in &recs {
+            len += encode(&mut payload[len..], t - prev, r);
+            prev = *t;
+        }
+        payload.truncate(len);
+        let mut chunk = ChunkHeader {
+            len: (HEADER_LEN + len) as u32,
+            source: shape,
+            prev: NO_CHUNK,
+            first_ts: first,
+            last_ts: prev,
+            count: n as u32,
+            crc: 0,
+        };
+        let mut head = [0u8; HEADER_LEN];
+        chunk.crc = chunk.write(&mut head, &payload);
+        let mut body = Vec::new();
+        let codec = enc.encode(&payload, first, n as u32, &mut body);
+        let mut frame = vec![chunk_input::FRAME];
+        FrameHeader::append(&mut frame, 4096 * shape, &chunk, codec, &body);
+        out.push(frame);
+        if let Ok(cols) = zstd::bulk::decompress(&body, len) {
+            if codec == crate::log::codec::Codec::Columns {
+                let mut c = vec![chunk_input::COLUMNS];
+                FrameHeader::append(&mut c, 4096 * shape, &chunk, codec, &[]);
+                c.truncate(1 + chunk_input::FRAME_HEADER);
+                c.extend_from_slice(&cols);
+                out.push(c);
+            }
+        }
+    }
+    out
+}

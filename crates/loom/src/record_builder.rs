@@ -115,7 +115,7 @@ mod tests {
 
     fn def(name: &str, offset: u32, ty: FieldType) -> FieldDef {
         FieldDef {
-            name: name.into(),
+            name: name.to_string().into(),
             offset,
             ty,
         }

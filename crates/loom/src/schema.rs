@@ -13,6 +13,8 @@
 //! (see [`crate::RecordBuilder`]). Catalogs written before string fields
 //! existed hold no `"string"` type and load unchanged.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -85,10 +87,15 @@ impl Value {
 }
 
 /// One field: its name and where its value sits in each record.
+///
+/// The one field descriptor of the data model: the engine's schemas, the
+/// telemetry records' tables and the OTLP layouts all use it. The name is a
+/// `Cow` so fixed layouts are `const` tables ([`FieldDef::new`]) while
+/// schemas read back from a catalog own their names.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct FieldDef {
     /// Name as users write it.
-    pub name: String,
+    pub name: Cow<'static, str>,
     /// Byte offset inside the record.
     pub offset: u32,
     /// Storage type.
@@ -97,6 +104,23 @@ pub struct FieldDef {
 }
 
 impl FieldDef {
+    /// A field with a fixed name, usable in `const` layout tables.
+    pub const fn new(name: &'static str, offset: u32, ty: FieldType) -> FieldDef {
+        FieldDef {
+            name: Cow::Borrowed(name),
+            offset,
+            ty,
+        }
+    }
+
+    /// The field's name.
+    pub const fn name(&self) -> &str {
+        match &self.name {
+            Cow::Borrowed(s) => s,
+            Cow::Owned(s) => s.as_str(),
+        }
+    }
+
     /// The numeric field's value in `bytes`; `None` when the record is too
     /// short or the field is a string (see [`FieldDef::read_str`]).
     #[inline]
@@ -124,6 +148,72 @@ impl FieldDef {
     }
 }
 
+/// The field named `name` in `fields`, `None` when there is none. A `const
+/// fn`, so fixed layouts resolve names at compile time through
+/// [`field_offset!`](crate::field_offset).
+pub const fn find_field<'a>(fields: &'a [FieldDef], name: &str) -> Option<&'a FieldDef> {
+    let mut i = 0;
+    while i < fields.len() {
+        if const_str_eq(fields[i].name(), name) {
+            return Some(&fields[i]);
+        }
+        i += 1;
+    }
+    None
+}
+
+const fn const_str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Byte offset of the field named by the string literal `$name` in the
+/// constant layout `$fields` (a `&[FieldDef]` constant), evaluated at compile
+/// time: a name the layout does not hold fails the build, so a typo can never
+/// write over another field. Schemas known only at run time use
+/// [`SourceSchema::field`], which answers `None` for an unknown name.
+///
+/// ```
+/// use loom::{field_offset, FieldDef, FieldType};
+/// const LAYOUT: &[FieldDef] = &[
+///     FieldDef::new("a", 0, FieldType::U64),
+///     FieldDef::new("b", 8, FieldType::U32),
+/// ];
+/// assert_eq!(field_offset!(LAYOUT, "b"), 8);
+/// ```
+///
+/// ```compile_fail
+/// use loom::{field_offset, FieldDef, FieldType};
+/// const LAYOUT: &[FieldDef] = &[FieldDef::new("a", 0, FieldType::U64)];
+/// let _ = field_offset!(LAYOUT, "typo");
+/// ```
+#[macro_export]
+macro_rules! field_offset {
+    ($fields:expr, $name:literal) => {
+        const {
+            match $crate::find_field($fields, $name) {
+                ::core::option::Option::Some(f) => f.offset,
+                ::core::option::Option::None => ::core::panic!(::core::concat!(
+                    "no field ",
+                    $name,
+                    " in ",
+                    ::core::stringify!($fields)
+                )),
+            }
+        }
+    };
+}
+
 /// Little-endian unsigned integer of `width` bytes at `offset`.
 #[inline]
 pub(crate) fn read_raw(bytes: &[u8], offset: usize, width: usize) -> Option<u64> {
@@ -148,13 +238,25 @@ pub(crate) fn read_raw(bytes: &[u8], offset: usize, width: usize) -> Option<u64>
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct IndexDef {
     /// Name of the indexed field.
-    pub field: String,
+    pub field: Cow<'static, str>,
     /// Lower bound of the first regular bin.
     pub min: u64,
     /// Width of each regular bin; at least 1.
     pub interval: u64,
     /// Number of regular bins; at least 1.
     pub n_bins: u32,
+}
+
+impl IndexDef {
+    /// An index on a field with a fixed name, usable in `const` tables.
+    pub const fn new(field: &'static str, min: u64, interval: u64, n_bins: u32) -> IndexDef {
+        IndexDef {
+            field: Cow::Borrowed(field),
+            min,
+            interval,
+            n_bins,
+        }
+    }
 }
 
 /// What a source's records are: one series of a measurement.
@@ -173,7 +275,7 @@ pub struct SourceSchema {
 impl SourceSchema {
     /// The field named `name`.
     pub fn field(&self, name: &str) -> Option<&FieldDef> {
-        self.fields.iter().find(|f| f.name == name)
+        find_field(&self.fields, name)
     }
 
     /// The value of tag `key`.

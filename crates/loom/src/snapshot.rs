@@ -52,19 +52,17 @@ pub(crate) struct Published {
     /// In-memory blocks by base address, oldest first.
     pub(crate) blocks: Vec<(u64, SlabView<u8>)>,
     pub(crate) files: Arc<SegmentFiles>,
-    pub(crate) chunk_size: usize,
     /// Log addresses below this were dropped by retention.
     pub(crate) retained_from: u64,
 }
 
 impl Published {
-    pub(crate) fn empty(files: Arc<SegmentFiles>, chunk_size: usize) -> Self {
+    pub(crate) fn empty(files: Arc<SegmentFiles>) -> Self {
         Published {
             ids: Arc::new(HashMap::new()),
             sources: Vec::new(),
             blocks: Vec::new(),
             files,
-            chunk_size,
             retained_from: 0,
         }
     }
@@ -95,6 +93,21 @@ pub struct IndexHeld {
     pub summarised_chunks: usize,
     /// Range-index bin summaries (one per bin a chunk's values touch).
     pub bin_summaries: usize,
+}
+
+/// What a source's sealed chunks take (see [`Snapshot::storage_use`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StorageUse {
+    /// Sealed chunks retained.
+    pub chunks: u64,
+    /// Records in them.
+    pub records: u64,
+    /// Their bytes uncompressed (chunk headers and padding included).
+    pub chunk_bytes: u64,
+    /// Their bytes in segment files: compressed frames (headers and
+    /// padding included), uncompressed chunks in version-1 segments and
+    /// chunks still in memory.
+    pub stored_bytes: u64,
 }
 
 /// The store as of one `sync`, with the range-index summaries built so
@@ -210,6 +223,30 @@ impl Snapshot {
         })
     }
 
+    /// What the source's retained sealed chunks take, uncompressed and in
+    /// segment files; `None` for an unknown source. Reads no data, walks
+    /// the source's time index (one entry per chunk).
+    pub fn storage_use(&self, id: SourceId) -> Option<StorageUse> {
+        let sv = self.view(id).ok()?;
+        let mut u = StorageUse::default();
+        for i in sv.dir.start..sv.dir.chunks.len() {
+            let Some(c) = sv.dir.chunks.get(i) else {
+                continue;
+            };
+            let len = match c.len {
+                // Recovered from a version-1 index file, which has no lengths.
+                0 => self.p.files.raw_chunk_len(c.addr).unwrap_or(0),
+                l => l,
+            };
+            let raw = crate::log::chunk::padded(len as usize) as u64;
+            u.chunks += 1;
+            u.records += u64::from(c.count);
+            u.chunk_bytes += raw;
+            u.stored_bytes += self.p.files.stored_len(c.addr).unwrap_or(raw);
+        }
+        Some(u)
+    }
+
     /// Records of a source that retention has not dropped.
     pub fn retained_count(&self, id: SourceId) -> u64 {
         let Ok(sv) = self.view(id) else { return 0 };
@@ -256,18 +293,12 @@ impl Snapshot {
                 return Ok((header, ChunkBytes::Memory(&at[..len])));
             }
         }
-        let mut buf = vec![0u8; self.p.chunk_size];
-        let n = self.p.files.read_at(addr, &mut buf)?;
-        buf.truncate(n);
+        let buf = self.p.files.read_chunk(addr)?;
         let header = match ChunkHeader::read(&buf) {
             Ok(Some(h)) => h,
             Ok(None) => return Err(Error::corrupted(addr, "no chunk at this address on disk")),
             Err(reason) => return Err(Error::corrupted(addr, reason)),
         };
-        header
-            .verify(&buf, self.p.chunk_size)
-            .map_err(|reason| Error::corrupted(addr, reason))?;
-        buf.truncate(header.len as usize);
         Ok((header, ChunkBytes::Disk(buf)))
     }
 

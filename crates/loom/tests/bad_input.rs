@@ -11,9 +11,6 @@ use std::path::Path;
 use common::{record, small_config, spec, Model};
 use loom::{Error, SourceId};
 
-const BLOCK: u64 = 8192;
-const SEGMENT: u64 = 8192 * 4;
-
 fn fill(dir: &Path, n: u64) -> Result<Model, Box<dyn std::error::Error>> {
     let (mut w, _r) = loom::open(dir, small_config())?;
     let hs = [
@@ -31,32 +28,55 @@ fn fill(dir: &Path, n: u64) -> Result<Model, Box<dyn std::error::Error>> {
     Ok(model)
 }
 
-/// (end address, records) of every chunk on disk, in log order, read with
-/// the documented chunk header layout.
-type Chunks = Vec<(u64, u64, u64)>;
+/// One compressed chunk (frame) on disk.
+#[derive(Debug, Clone, Copy)]
+struct Frame {
+    segment: u64,
+    /// Offset of the frame in its segment file.
+    offset: u64,
+    /// Frame bytes (72-byte header and body).
+    len: u64,
+    /// Records of its chunk.
+    count: u64,
+}
 
-fn chunks_on_disk(dir: &Path) -> Result<Chunks, Box<dyn std::error::Error>> {
+impl Frame {
+    fn path(&self, dir: &Path) -> std::path::PathBuf {
+        dir.join(format!("segment-{:08}.log", self.segment))
+    }
+
+    /// A position inside the frame's body.
+    fn body_byte(&self, k: u64) -> u64 {
+        self.offset + 72 + k % (self.len - 72)
+    }
+}
+
+/// Every frame on disk, in log order, read with the documented layout of
+/// compressed segment files (`LOOMSEG2` header, then frames).
+fn frames_on_disk(dir: &Path) -> Result<Vec<Frame>, Box<dyn std::error::Error>> {
     let mut out = Vec::new();
-    for seg in 0.. {
-        let path = dir.join(format!("segment-{seg:08}.log"));
+    for segment in 0.. {
+        let path = dir.join(format!("segment-{segment:08}.log"));
         let Ok(bytes) = std::fs::read(&path) else {
             break;
         };
-        let mut block = 0usize;
-        while block < bytes.len() {
-            let mut o = block;
-            while o + 48 <= bytes.len() && o < block + BLOCK as usize {
-                let magic = u32::from_le_bytes(bytes[o..o + 4].try_into()?);
-                if magic == 0 {
-                    break;
-                }
-                let len = u32::from_le_bytes(bytes[o + 4..o + 8].try_into()?) as usize;
-                let count = u32::from_le_bytes(bytes[o + 40..o + 44].try_into()?) as u64;
-                let addr = seg * SEGMENT + o as u64;
-                out.push((addr, addr + len as u64, count));
-                o += (len + 7) & !7;
+        assert_eq!(&bytes[..8], b"LOOMSEG2", "segment {segment} is compressed");
+        let mut o = 16usize;
+        while o + 72 <= bytes.len() {
+            let magic = u32::from_le_bytes(bytes[o..o + 4].try_into()?);
+            if magic == 0 {
+                break;
             }
-            block += BLOCK as usize;
+            let body = u32::from_le_bytes(bytes[o + 4..o + 8].try_into()?) as u64;
+            let count = u32::from_le_bytes(bytes[o + 48..o + 52].try_into()?) as u64;
+            let len = 72 + body;
+            out.push(Frame {
+                segment,
+                offset: o as u64,
+                len,
+                count,
+            });
+            o += ((len + 7) & !7) as usize;
         }
     }
     Ok(out)
@@ -172,27 +192,29 @@ fn flipped_bytes_skip_only_the_corrupt_chunk() -> Result<(), Box<dyn std::error:
     for pick in [3usize, 17, 40, 77] {
         let dir = tempfile::tempdir()?;
         let model = fill(dir.path(), 6000)?;
-        let chunks = chunks_on_disk(dir.path())?;
-        let victim = chunks[pick % chunks.len()];
-        let pos = victim.0 + 50 + (pick as u64 * 13) % (victim.1 - victim.0 - 50);
-        let path = dir.path().join(format!("segment-{:08}.log", pos / SEGMENT));
-        let f = OpenOptions::new().read(true).write(true).open(&path)?;
+        let frames = frames_on_disk(dir.path())?;
+        let victim = frames[pick % frames.len()];
+        let pos = victim.body_byte(pick as u64 * 13);
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(victim.path(dir.path()))?;
         let mut b = [0u8; 1];
-        f.read_at(&mut b, pos % SEGMENT)?;
-        f.write_at(&[b[0] ^ 0x5a], pos % SEGMENT)?;
+        f.read_at(&mut b, pos)?;
+        f.write_at(&[b[0] ^ 0x5a], pos)?;
         drop(f);
         let (report, got) = reopened_verified(dir.path())?;
         assert_eq!(report.skipped.len(), 1, "{report:?}");
         assert!(report.skipped[0].2.contains("checksum"), "{report:?}");
         assert_eq!(
-            report.skipped[0].0 * SEGMENT + report.skipped[0].1,
-            victim.0,
-            "the corrupt chunk's address is reported"
+            (report.skipped[0].0, report.skipped[0].1),
+            (victim.segment, victim.offset),
+            "the corrupt frame's place is reported"
         );
         assert!(!report.holes.is_empty(), "the source's gap is reported");
         let missing = assert_one_run_missing(&model, &got);
         assert_eq!(
-            missing as u64, victim.2,
+            missing as u64, victim.count,
             "exactly the corrupt chunk's records are missing, every later chunk is kept"
         );
         // The store is writable again and a second reopen keeps it all.
@@ -211,18 +233,17 @@ fn flipped_bytes_skip_only_the_corrupt_chunk() -> Result<(), Box<dyn std::error:
 fn zeros_in_the_middle_are_a_hole_not_the_end() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let model = fill(dir.path(), 6000)?;
-    let chunks = chunks_on_disk(dir.path())?;
-    let victim = chunks[chunks.len() / 3];
-    let start = chunks
-        .iter()
-        .rev()
-        .find(|c| c.0 < victim.0)
-        .map_or(0, |c| (c.1 + 7) & !7);
-    let path = dir
-        .path()
-        .join(format!("segment-{:08}.log", start / SEGMENT));
-    let f = OpenOptions::new().write(true).open(&path)?;
-    f.write_at(&vec![0u8; (victim.1 - start) as usize], start % SEGMENT)?;
+    let frames = frames_on_disk(dir.path())?;
+    // A frame with another after it in the same file: zeros there are a
+    // hole, not the end of the file's frames.
+    let k = (frames.len() / 3..frames.len() - 1)
+        .find(|&k| frames[k + 1].segment == frames[k].segment)
+        .ok_or("no frame followed by another")?;
+    let victim = frames[k];
+    let f = OpenOptions::new()
+        .write(true)
+        .open(victim.path(dir.path()))?;
+    f.write_at(&vec![0u8; victim.len as usize], victim.offset)?;
     drop(f);
     let (report, got) = reopened_verified(dir.path())?;
     assert!(
@@ -231,24 +252,26 @@ fn zeros_in_the_middle_are_a_hole_not_the_end() -> Result<(), Box<dyn std::error
         report.holes
     );
     assert!(report.torn_tail.is_none(), "{report:?}");
-    assert_eq!(assert_one_run_missing(&model, &got) as u64, victim.2);
+    assert_eq!(assert_one_run_missing(&model, &got) as u64, victim.count);
     Ok(())
 }
 
 #[test]
 fn truncated_segment_loses_only_what_was_cut() -> Result<(), Box<dyn std::error::Error>> {
-    for cut_at in [1u64, 4096, 8191, 8192 + 100, 3 * 8192 + 777] {
+    for cut_permille in [0u64, 1, 100, 333, 500, 777, 999] {
         let dir = tempfile::tempdir()?;
         let model = fill(dir.path(), 6000)?;
-        let chunks = chunks_on_disk(dir.path())?;
+        let frames = frames_on_disk(dir.path())?;
         let path = dir.path().join("segment-00000000.log");
         let f = OpenOptions::new().write(true).open(&path)?;
+        let cut_at = (f.metadata()?.len() * cut_permille / 1000).max(1);
         f.set_len(cut_at)?;
         drop(f);
-        let lost: u64 = chunks
+        // A cut inside the file header loses the whole segment.
+        let lost: u64 = frames
             .iter()
-            .filter(|c| c.1 <= SEGMENT && c.1 > cut_at)
-            .map(|c| c.2)
+            .filter(|c| c.segment == 0 && (c.offset + c.len > cut_at || cut_at < 16))
+            .map(|c| c.count)
             .sum();
         let (report, got) = reopened_verified(dir.path())?;
         assert_eq!(
@@ -283,13 +306,13 @@ fn corruption_found_by_a_query_is_an_error() -> Result<(), Box<dyn std::error::E
     fill(dir.path(), 6000)?;
     let (mut w, r) = loom::open(dir.path(), small_config())?;
     w.declare_source(SourceId(1), Some(spec()))?;
-    let chunks = chunks_on_disk(dir.path())?;
-    let victim = chunks[chunks.len() / 2];
-    let path = dir
-        .path()
-        .join(format!("segment-{:08}.log", victim.0 / SEGMENT));
-    let f = OpenOptions::new().read(true).write(true).open(&path)?;
-    let at = victim.0 % SEGMENT + 60;
+    let frames = frames_on_disk(dir.path())?;
+    let victim = frames[frames.len() / 2];
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(victim.path(dir.path()))?;
+    let at = victim.body_byte(3);
     let mut b = [0u8; 1];
     f.read_at(&mut b, at)?;
     f.write_at(&[!b[0]], at)?;

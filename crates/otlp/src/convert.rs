@@ -2,9 +2,8 @@
 //! signal shares: admitting the series, the record size limit, and the
 //! reasons items were refused.
 
-use loom::{RecordBuilder, SourceSchema};
+use loom::{FieldDef, RecordBuilder, SourceSchema};
 
-use crate::model::Field;
 use crate::registry::Registry;
 
 /// Value of the `service` tag when the resource has no `service.name`
@@ -113,7 +112,7 @@ pub(crate) fn push(
     out: &mut Converted,
     measurement: &str,
     tags: &[(&str, &str)],
-    layout: &[Field],
+    layout: &[FieldDef],
     indexed: bool,
     time_us: u64,
     b: &RecordBuilder,

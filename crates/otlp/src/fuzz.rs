@@ -98,7 +98,7 @@ pub fn otlp_decode(input: &[u8]) {
             let text = f
                 .read_str(&r.bytes)
                 .unwrap_or_else(|| panic!("string field {} unreadable", f.name));
-            if JSON_FIELDS.contains(&f.name.as_str()) {
+            if JSON_FIELDS.contains(&f.name()) {
                 if let Err(e) = serde_json::from_str::<serde_json::Value>(text) {
                     panic!("field {} is not JSON ({e}): {text}", f.name);
                 }

@@ -2,24 +2,24 @@
 //! series per (service, severity), stored at the record's time, else its
 //! observed time, else the request's arrival.
 
-use loom::RecordBuilder;
+use loom::{field_offset, RecordBuilder};
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::logs::v1::LogRecord;
 
 use crate::convert::{push, us, Context, Converted, UNKNOWN_SERVICE};
-use crate::model::{fixed_len, offset, LOG, LOG_MEASUREMENT};
+use crate::model::{fixed_len, LOG, LOG_MEASUREMENT};
 use crate::value::{body_text, hex, json_attrs, str_attr};
 
-const SEVERITY_NUMBER: u32 = offset(LOG, "severity_number");
-const FLAGS: u32 = offset(LOG, "flags");
-const OBSERVED: u32 = offset(LOG, "observed_us");
-const TRACE_ID: u32 = offset(LOG, "trace_id");
-const SPAN_ID: u32 = offset(LOG, "span_id");
-const BODY: u32 = offset(LOG, "body");
-const EVENT_NAME: u32 = offset(LOG, "event_name");
-const SCOPE: u32 = offset(LOG, "scope");
-const ATTRIBUTES: u32 = offset(LOG, "attributes");
-const RESOURCE: u32 = offset(LOG, "resource");
+const SEVERITY_NUMBER: u32 = field_offset!(LOG, "severity_number");
+const FLAGS: u32 = field_offset!(LOG, "flags");
+const OBSERVED: u32 = field_offset!(LOG, "observed_us");
+const TRACE_ID: u32 = field_offset!(LOG, "trace_id");
+const SPAN_ID: u32 = field_offset!(LOG, "span_id");
+const BODY: u32 = field_offset!(LOG, "body");
+const EVENT_NAME: u32 = field_offset!(LOG, "event_name");
+const SCOPE: u32 = field_offset!(LOG, "scope");
+const ATTRIBUTES: u32 = field_offset!(LOG, "attributes");
+const RESOURCE: u32 = field_offset!(LOG, "resource");
 
 /// The `severity` tag: the record's severity text, else the short name of
 /// its severity number's range (OTLP's `TRACE` … `FATAL`), else

@@ -11,14 +11,14 @@
 
 use std::borrow::Cow;
 
-use loom::RecordBuilder;
+use loom::{field_offset, FieldDef, RecordBuilder};
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::metrics::v1::metric::Data;
 use opentelemetry_proto::tonic::metrics::v1::number_data_point::Value as NumberValue;
 
 use crate::convert::{push, us, Context, Converted, UNKNOWN_SERVICE};
-use crate::model::{fixed_len, offset, Field, HISTOGRAM, NUMBER, RESERVED, SUMMARY};
+use crate::model::{fixed_len, HISTOGRAM, NUMBER, RESERVED, SUMMARY};
 use crate::value::{json_attrs, json_f64, str_attr, tag_text};
 
 /// Names a point attribute cannot take as a tag key: the fields of every
@@ -29,8 +29,38 @@ fn is_reserved_key(k: &str) -> bool {
         || k == "unit"
         || [NUMBER, HISTOGRAM, SUMMARY]
             .iter()
-            .any(|l| l.iter().any(|f| f.0 == k))
+            .any(|l| l.iter().any(|f| f.name == k))
 }
+
+/// A metric layout and where the fields every layout has sit in it,
+/// resolved at compile time.
+struct Layout {
+    fields: &'static [FieldDef],
+    attributes: u32,
+    resource: u32,
+    scope: u32,
+}
+
+const NUMBER_LAYOUT: Layout = Layout {
+    fields: NUMBER,
+    attributes: field_offset!(NUMBER, "attributes"),
+    resource: field_offset!(NUMBER, "resource"),
+    scope: field_offset!(NUMBER, "scope"),
+};
+
+const HISTOGRAM_LAYOUT: Layout = Layout {
+    fields: HISTOGRAM,
+    attributes: field_offset!(HISTOGRAM, "attributes"),
+    resource: field_offset!(HISTOGRAM, "resource"),
+    scope: field_offset!(HISTOGRAM, "scope"),
+};
+
+const SUMMARY_LAYOUT: Layout = Layout {
+    fields: SUMMARY,
+    attributes: field_offset!(SUMMARY, "attributes"),
+    resource: field_offset!(SUMMARY, "resource"),
+    scope: field_offset!(SUMMARY, "scope"),
+};
 
 /// What is common to the points of one metric.
 struct Metric<'a> {
@@ -86,7 +116,7 @@ fn finish(
     ctx: &Context,
     out: &mut Converted,
     m: &Metric,
-    layout: &[Field],
+    layout: &Layout,
     b: &mut RecordBuilder,
     attrs: &[KeyValue],
     time_ns: u64,
@@ -96,19 +126,22 @@ fn finish(
         return;
     }
     let (tags, kept) = tags(m, attrs, ctx);
-    b.str_with(offset_of(layout, "attributes"), |o| {
+    b.str_with(layout.attributes, |o| {
         json_attrs(o, attrs, |i, _| kept.get(i).copied().unwrap_or(false))
     });
-    b.str_with(offset_of(layout, "resource"), |o| {
-        o.extend_from_slice(m.resource)
-    });
-    b.str(offset_of(layout, "scope"), m.scope);
+    b.str_with(layout.resource, |o| o.extend_from_slice(m.resource));
+    b.str(layout.scope, m.scope);
     let tags: Vec<(&str, &str)> = tags.iter().map(|(k, v)| (*k, v.as_ref())).collect();
-    push(ctx, out, m.name, &tags, layout, false, us(time_ns), b);
-}
-
-fn offset_of(layout: &[Field], name: &str) -> u32 {
-    layout.iter().find(|f| f.0 == name).map_or(0, |f| f.1)
+    push(
+        ctx,
+        out,
+        m.name,
+        &tags,
+        layout.fields,
+        false,
+        us(time_ns),
+        b,
+    );
 }
 
 /// Converts every data point of the request; points without a time, of a
@@ -164,7 +197,7 @@ pub fn convert(req: &ExportMetricsServiceRequest, ctx: &Context) -> Converted {
                                 ctx,
                                 &mut out,
                                 &m,
-                                NUMBER,
+                                &NUMBER_LAYOUT,
                                 &mut b,
                                 &p.attributes,
                                 p.time_unix_nano,
@@ -178,7 +211,7 @@ pub fn convert(req: &ExportMetricsServiceRequest, ctx: &Context) -> Converted {
                                 ctx,
                                 &mut out,
                                 &m,
-                                NUMBER,
+                                &NUMBER_LAYOUT,
                                 &mut b,
                                 &p.attributes,
                                 p.time_unix_nano,
@@ -196,7 +229,7 @@ pub fn convert(req: &ExportMetricsServiceRequest, ctx: &Context) -> Converted {
                                 p.start_time_unix_nano,
                                 h.aggregation_temporality,
                             );
-                            b.str_with(offset(HISTOGRAM, "buckets"), |o| {
+                            b.str_with(field_offset!(HISTOGRAM, "buckets"), |o| {
                                 o.extend_from_slice(b"{\"bounds\":");
                                 f64_list(o, &p.explicit_bounds);
                                 o.extend_from_slice(b",\"counts\":");
@@ -207,7 +240,7 @@ pub fn convert(req: &ExportMetricsServiceRequest, ctx: &Context) -> Converted {
                                 ctx,
                                 &mut out,
                                 &m,
-                                HISTOGRAM,
+                                &HISTOGRAM_LAYOUT,
                                 &mut b,
                                 &p.attributes,
                                 p.time_unix_nano,
@@ -225,7 +258,7 @@ pub fn convert(req: &ExportMetricsServiceRequest, ctx: &Context) -> Converted {
                                 p.start_time_unix_nano,
                                 h.aggregation_temporality,
                             );
-                            b.str_with(offset(HISTOGRAM, "buckets"), |o| {
+                            b.str_with(field_offset!(HISTOGRAM, "buckets"), |o| {
                                 o.extend_from_slice(
                                     format!(
                                         "{{\"scale\":{},\"zero_count\":{},\"zero_threshold\":",
@@ -253,7 +286,7 @@ pub fn convert(req: &ExportMetricsServiceRequest, ctx: &Context) -> Converted {
                                 ctx,
                                 &mut out,
                                 &m,
-                                HISTOGRAM,
+                                &HISTOGRAM_LAYOUT,
                                 &mut b,
                                 &p.attributes,
                                 p.time_unix_nano,
@@ -263,10 +296,13 @@ pub fn convert(req: &ExportMetricsServiceRequest, ctx: &Context) -> Converted {
                     Some(Data::Summary(s)) => {
                         for p in &s.data_points {
                             b.start(fixed_len(SUMMARY));
-                            b.u64(offset(SUMMARY, "count"), p.count);
-                            b.f64(offset(SUMMARY, "sum"), p.sum);
-                            b.u64(offset(SUMMARY, "start_us"), us(p.start_time_unix_nano));
-                            b.str_with(offset(SUMMARY, "quantiles"), |o| {
+                            b.u64(field_offset!(SUMMARY, "count"), p.count);
+                            b.f64(field_offset!(SUMMARY, "sum"), p.sum);
+                            b.u64(
+                                field_offset!(SUMMARY, "start_us"),
+                                us(p.start_time_unix_nano),
+                            );
+                            b.str_with(field_offset!(SUMMARY, "quantiles"), |o| {
                                 o.push(b'[');
                                 for (i, q) in p.quantile_values.iter().enumerate() {
                                     if i > 0 {
@@ -284,7 +320,7 @@ pub fn convert(req: &ExportMetricsServiceRequest, ctx: &Context) -> Converted {
                                 ctx,
                                 &mut out,
                                 &m,
-                                SUMMARY,
+                                &SUMMARY_LAYOUT,
                                 &mut b,
                                 &p.attributes,
                                 p.time_unix_nano,
@@ -321,13 +357,16 @@ fn number(
         Some(NumberValue::AsInt(i)) => i as f64,
         None => f64::NAN,
     };
-    b.f64(offset(NUMBER, "value"), v);
-    b.u64(offset(NUMBER, "start_us"), us(p.start_time_unix_nano));
+    b.f64(field_offset!(NUMBER, "value"), v);
+    b.u64(
+        field_offset!(NUMBER, "start_us"),
+        us(p.start_time_unix_nano),
+    );
     b.u8(
-        offset(NUMBER, "temporality"),
+        field_offset!(NUMBER, "temporality"),
         temporality.clamp(0, 255) as u8,
     );
-    b.u8(offset(NUMBER, "monotonic"), u8::from(monotonic));
+    b.u8(field_offset!(NUMBER, "monotonic"), u8::from(monotonic));
 }
 
 fn histogram_head(
@@ -340,13 +379,13 @@ fn histogram_head(
     temporality: i32,
 ) {
     b.start(fixed_len(HISTOGRAM));
-    b.u64(offset(HISTOGRAM, "count"), count);
-    b.f64(offset(HISTOGRAM, "sum"), sum.unwrap_or(f64::NAN));
-    b.f64(offset(HISTOGRAM, "min"), min.unwrap_or(f64::NAN));
-    b.f64(offset(HISTOGRAM, "max"), max.unwrap_or(f64::NAN));
-    b.u64(offset(HISTOGRAM, "start_us"), us(start_ns));
+    b.u64(field_offset!(HISTOGRAM, "count"), count);
+    b.f64(field_offset!(HISTOGRAM, "sum"), sum.unwrap_or(f64::NAN));
+    b.f64(field_offset!(HISTOGRAM, "min"), min.unwrap_or(f64::NAN));
+    b.f64(field_offset!(HISTOGRAM, "max"), max.unwrap_or(f64::NAN));
+    b.u64(field_offset!(HISTOGRAM, "start_us"), us(start_ns));
     b.u8(
-        offset(HISTOGRAM, "temporality"),
+        field_offset!(HISTOGRAM, "temporality"),
         temporality.clamp(0, 255) as u8,
     );
 }

@@ -16,120 +16,89 @@
 
 use loom::{FieldDef, FieldType, IndexDef, SourceSchema};
 
-/// One field: name, offset in the record, storage type.
-pub type Field = (&'static str, u32, FieldType);
-
 use FieldType::{String as Str, F64, U32, U64, U8};
 
 /// Span fields. `duration_us` = (end − start) in whole µs; `status` and
 /// `kind` are OTLP's enum numbers; ids are lowercase hex.
-pub const SPAN: &[Field] = &[
-    ("duration_us", 0, U64),
-    ("status", 8, U8),
-    ("kind", 9, U8),
-    ("trace_id", 16, Str),
-    ("span_id", 24, Str),
-    ("parent_span_id", 32, Str),
-    ("status_message", 40, Str),
-    ("scope", 48, Str),
-    ("attributes", 56, Str),
-    ("resource", 64, Str),
-    ("events", 72, Str),
-    ("links", 80, Str),
+pub const SPAN: &[FieldDef] = &[
+    FieldDef::new("duration_us", 0, U64),
+    FieldDef::new("status", 8, U8),
+    FieldDef::new("kind", 9, U8),
+    FieldDef::new("trace_id", 16, Str),
+    FieldDef::new("span_id", 24, Str),
+    FieldDef::new("parent_span_id", 32, Str),
+    FieldDef::new("status_message", 40, Str),
+    FieldDef::new("scope", 48, Str),
+    FieldDef::new("attributes", 56, Str),
+    FieldDef::new("resource", 64, Str),
+    FieldDef::new("events", 72, Str),
+    FieldDef::new("links", 80, Str),
 ];
 
 /// Log record fields. `body` is the text of a string body, JSON otherwise.
-pub const LOG: &[Field] = &[
-    ("severity_number", 0, U8),
-    ("flags", 4, U32),
-    ("observed_us", 8, U64),
-    ("trace_id", 16, Str),
-    ("span_id", 24, Str),
-    ("body", 32, Str),
-    ("event_name", 40, Str),
-    ("scope", 48, Str),
-    ("attributes", 56, Str),
-    ("resource", 64, Str),
+pub const LOG: &[FieldDef] = &[
+    FieldDef::new("severity_number", 0, U8),
+    FieldDef::new("flags", 4, U32),
+    FieldDef::new("observed_us", 8, U64),
+    FieldDef::new("trace_id", 16, Str),
+    FieldDef::new("span_id", 24, Str),
+    FieldDef::new("body", 32, Str),
+    FieldDef::new("event_name", 40, Str),
+    FieldDef::new("scope", 48, Str),
+    FieldDef::new("attributes", 56, Str),
+    FieldDef::new("resource", 64, Str),
 ];
 
 /// Gauge and sum points. Integer values are stored as doubles (exact below
 /// 2^53); `temporality` is 0 for gauges, OTLP's number (1 delta, 2
 /// cumulative) for sums; `monotonic` is 1 for monotonic sums.
-pub const NUMBER: &[Field] = &[
-    ("value", 0, F64),
-    ("start_us", 8, U64),
-    ("temporality", 16, U8),
-    ("monotonic", 17, U8),
-    ("attributes", 24, Str),
-    ("resource", 32, Str),
-    ("scope", 40, Str),
+pub const NUMBER: &[FieldDef] = &[
+    FieldDef::new("value", 0, F64),
+    FieldDef::new("start_us", 8, U64),
+    FieldDef::new("temporality", 16, U8),
+    FieldDef::new("monotonic", 17, U8),
+    FieldDef::new("attributes", 24, Str),
+    FieldDef::new("resource", 32, Str),
+    FieldDef::new("scope", 40, Str),
 ];
 
 /// Histogram and exponential-histogram points. `sum`, `min` and `max` are
 /// NaN (null in answers) when the point has none; `buckets` holds the
 /// bucket layout and counts as JSON.
-pub const HISTOGRAM: &[Field] = &[
-    ("count", 0, U64),
-    ("sum", 8, F64),
-    ("min", 16, F64),
-    ("max", 24, F64),
-    ("start_us", 32, U64),
-    ("temporality", 40, U8),
-    ("buckets", 48, Str),
-    ("attributes", 56, Str),
-    ("resource", 64, Str),
-    ("scope", 72, Str),
+pub const HISTOGRAM: &[FieldDef] = &[
+    FieldDef::new("count", 0, U64),
+    FieldDef::new("sum", 8, F64),
+    FieldDef::new("min", 16, F64),
+    FieldDef::new("max", 24, F64),
+    FieldDef::new("start_us", 32, U64),
+    FieldDef::new("temporality", 40, U8),
+    FieldDef::new("buckets", 48, Str),
+    FieldDef::new("attributes", 56, Str),
+    FieldDef::new("resource", 64, Str),
+    FieldDef::new("scope", 72, Str),
 ];
 
 /// Summary points; `quantiles` is a JSON array of `[quantile, value]`.
-pub const SUMMARY: &[Field] = &[
-    ("count", 0, U64),
-    ("sum", 8, F64),
-    ("start_us", 16, U64),
-    ("quantiles", 24, Str),
-    ("attributes", 32, Str),
-    ("resource", 40, Str),
-    ("scope", 48, Str),
+pub const SUMMARY: &[FieldDef] = &[
+    FieldDef::new("count", 0, U64),
+    FieldDef::new("sum", 8, F64),
+    FieldDef::new("start_us", 16, U64),
+    FieldDef::new("quantiles", 24, Str),
+    FieldDef::new("attributes", 32, Str),
+    FieldDef::new("resource", 40, Str),
+    FieldDef::new("scope", 48, Str),
 ];
 
-/// Offset of field `name` in `layout` (a compile-time table: a missing name
-/// is a bug in this crate, caught by the tests).
-pub const fn offset(layout: &[Field], name: &str) -> u32 {
-    let mut i = 0;
-    while i < layout.len() {
-        if const_eq(layout[i].0, name) {
-            return layout[i].1;
-        }
-        i += 1;
-    }
-    panic!("no such field in the layout");
-}
-
-const fn const_eq(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
-}
-
 /// Bytes of `layout`'s fixed part.
-pub fn fixed_len(layout: &[Field]) -> usize {
-    loom::fixed_len(layout.iter().map(|f| (f.1, f.2)))
+pub fn fixed_len(layout: &[FieldDef]) -> usize {
+    loom::fixed_len(layout.iter().map(|f| (f.offset, f.ty)))
 }
 
 /// Range index of span durations: 100 µs bins up to 200 ms (longer spans
 /// share the overflow bin). The bins only narrow what a percentile or
 /// range query reads, answers are exact; few bins keep the indexer's
 /// per-series scratch space small (one accumulator per bin).
-pub const SPAN_INDEX: (&str, u64, u64, u32) = ("duration_us", 0, 100, 2_000);
+pub const SPAN_INDEX: IndexDef = IndexDef::new("duration_us", 0, 100, 2_000);
 
 /// Measurement of spans.
 pub const SPAN_MEASUREMENT: &str = "span";
@@ -151,7 +120,7 @@ pub const RESERVED: &[&str] = &[
 pub fn schema(
     measurement: &str,
     tags: &[(&str, &str)],
-    layout: &[Field],
+    layout: &[FieldDef],
     indexed: bool,
 ) -> SourceSchema {
     let mut tags: Vec<(String, String)> = tags
@@ -162,26 +131,15 @@ pub fn schema(
     SourceSchema {
         measurement: measurement.to_string(),
         tags,
-        fields: layout
-            .iter()
-            .map(|&(name, offset, ty)| FieldDef {
-                name: name.to_string(),
-                offset,
-                ty,
-            })
-            .collect(),
-        index: indexed.then(|| IndexDef {
-            field: SPAN_INDEX.0.to_string(),
-            min: SPAN_INDEX.1,
-            interval: SPAN_INDEX.2,
-            n_bins: SPAN_INDEX.3,
-        }),
+        fields: layout.to_vec(),
+        index: indexed.then_some(SPAN_INDEX),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use loom::field_offset;
 
     #[test]
     fn layouts_are_valid_schemas_without_overlaps() {
@@ -210,7 +168,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(offset(SPAN, "links"), 80);
+        assert_eq!(field_offset!(SPAN, "links"), 80);
         assert_eq!(fixed_len(SPAN), 88);
         assert_eq!(fixed_len(NUMBER), 48);
     }

@@ -18,8 +18,6 @@ use std::sync::{Arc, RwLock};
 use endpoint::SeriesLimit;
 use loom::{FieldDef, SourceSchema};
 
-use crate::model::Field;
-
 /// Series id of `measurement` with `tags` (sorted by key).
 pub fn series_id(measurement: &str, tags: &[(&str, &str)]) -> u64 {
     let mut h = Fnv::default();
@@ -154,7 +152,7 @@ impl Registry {
         &self,
         measurement: &str,
         tags: &[(&str, &str)],
-        layout: &[Field],
+        layout: &[FieldDef],
         make: impl FnOnce() -> SourceSchema,
     ) -> Result<u64, Refusal> {
         let id = series_id(measurement, tags);
@@ -221,12 +219,8 @@ impl Registry {
     }
 }
 
-fn same_fields(fields: &[FieldDef], layout: &[Field]) -> bool {
-    fields.len() == layout.len()
-        && fields
-            .iter()
-            .zip(layout)
-            .all(|(f, &(name, offset, ty))| f.name == name && f.offset == offset && f.ty == ty)
+fn same_fields(fields: &[FieldDef], layout: &[FieldDef]) -> bool {
+    fields == layout
 }
 
 fn same_key(s: &SourceSchema, measurement: &str, tags: &[(&str, &str)]) -> bool {

@@ -1,26 +1,26 @@
 //! Spans into `span` records (layout [`crate::model::SPAN`]): one series
 //! per (service, span name), stored at the span's start time.
 
-use loom::RecordBuilder;
+use loom::{field_offset, RecordBuilder};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::trace::v1::Span;
 
 use crate::convert::{push, us, Context, Converted, UNKNOWN_SERVICE};
-use crate::model::{fixed_len, offset, SPAN, SPAN_MEASUREMENT};
+use crate::model::{fixed_len, SPAN, SPAN_MEASUREMENT};
 use crate::value::{hex, json_attrs, json_str, str_attr};
 
-const DURATION: u32 = offset(SPAN, "duration_us");
-const STATUS: u32 = offset(SPAN, "status");
-const KIND: u32 = offset(SPAN, "kind");
-const TRACE_ID: u32 = offset(SPAN, "trace_id");
-const SPAN_ID: u32 = offset(SPAN, "span_id");
-const PARENT: u32 = offset(SPAN, "parent_span_id");
-const STATUS_MESSAGE: u32 = offset(SPAN, "status_message");
-const SCOPE: u32 = offset(SPAN, "scope");
-const ATTRIBUTES: u32 = offset(SPAN, "attributes");
-const RESOURCE: u32 = offset(SPAN, "resource");
-const EVENTS: u32 = offset(SPAN, "events");
-const LINKS: u32 = offset(SPAN, "links");
+const DURATION: u32 = field_offset!(SPAN, "duration_us");
+const STATUS: u32 = field_offset!(SPAN, "status");
+const KIND: u32 = field_offset!(SPAN, "kind");
+const TRACE_ID: u32 = field_offset!(SPAN, "trace_id");
+const SPAN_ID: u32 = field_offset!(SPAN, "span_id");
+const PARENT: u32 = field_offset!(SPAN, "parent_span_id");
+const STATUS_MESSAGE: u32 = field_offset!(SPAN, "status_message");
+const SCOPE: u32 = field_offset!(SPAN, "scope");
+const ATTRIBUTES: u32 = field_offset!(SPAN, "attributes");
+const RESOURCE: u32 = field_offset!(SPAN, "resource");
+const EVENTS: u32 = field_offset!(SPAN, "events");
+const LINKS: u32 = field_offset!(SPAN, "links");
 
 /// Converts every span of the request; spans without a start time, ending
 /// before they start, with a tag value over the limit, of a refused series

@@ -1,6 +1,8 @@
-//! A small deterministic random number generator and the distributions the
-//! synthetic generator needs. Fixed algorithm (SplitMix64), so a seed gives
-//! the same recording on every machine and every build.
+//! The workspace's one small deterministic random number generator and the
+//! distributions its users need: the synthetic recording generator, the
+//! RocksDB workload's key choice, the fuzz driver's mutations and the OTLP
+//! load generator. Fixed algorithm (SplitMix64), so a seed gives the same
+//! recording (or the same fuzz inputs) on every machine and every build.
 
 /// SplitMix64 generator (Steele, Lea, Flood 2014).
 #[derive(Debug, Clone)]
@@ -35,6 +37,27 @@ impl SplitMix64 {
         } else {
             ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
         }
+    }
+
+    /// Uniform index in `[0, n)`; 0 when `n == 0`.
+    pub fn index(&mut self, n: usize) -> usize {
+        self.below(n as u64) as usize
+    }
+
+    /// True with probability `1 / n` (always when `n` is 0 or 1).
+    pub fn one_in(&mut self, n: u64) -> bool {
+        self.below(n) == 0
+    }
+
+    /// `n` random bytes.
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            let word = self.next_u64().to_le_bytes();
+            let take = (n - out.len()).min(word.len());
+            out.extend_from_slice(&word[..take]);
+        }
+        out
     }
 
     /// True with probability `p`.
@@ -78,6 +101,22 @@ mod tests {
             assert!(a.below(10) < 10);
             assert!(a.pareto(100.0, 1.5) >= 100.0);
         }
+        for n in [1usize, 2, 3, 1000] {
+            assert!(a.index(n) < n);
+        }
+        assert_eq!(a.index(0), 0);
+        assert!(a.one_in(1));
+        // one_in(4) holds about a quarter of the time.
+        let hits = (0..10_000).filter(|_| a.one_in(4)).count();
+        assert!((2_200..2_800).contains(&hits), "{hits} of 10000");
+        // bytes: the requested length, and the same bytes for the same seed.
+        let (mut c, mut d) = (SplitMix64::new(9), SplitMix64::new(9));
+        for n in [0, 1, 7, 8, 9, 33] {
+            let x = c.bytes(n);
+            assert_eq!(x.len(), n);
+            assert_eq!(x, d.bytes(n));
+        }
+        assert_ne!(c.bytes(32), vec![0u8; 32]);
         b = SplitMix64::new(7);
         // Median of the lognormal is close to the requested median.
         let mut v: Vec<f64> = (0..10001).map(|_| b.lognormal(10.0, 0.5)).collect();

@@ -12,12 +12,16 @@
 //! *Behind* is how far the sender is behind schedule, in milliseconds: the
 //! delay between a batch's due time and when it was handed to the socket
 //! (0 when on time; always 0 with `no_wait`).
+//!
+//! The stream is plain TCP or TLS ([`endpoint::ClientStream`]; `tcp-replay
+//! --tls-ca`), set up by the caller.
 
 use std::io::{ErrorKind, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use endpoint::ClientStream;
 use telemetry::{RecordingError, WireError};
 
 use crate::prepare::{produce, Chunk, Framing, Prepared};
@@ -168,7 +172,8 @@ fn is_disconnect(e: &WireError) -> bool {
 /// Chunks prepared ahead of the sender (about 8 MiB with `--no-wait`).
 const CHUNKS_AHEAD: usize = 8;
 
-/// Sends the recording to `stream`-like endpoint at `cfg.addr`.
+/// Sends the recording over `stream` (a `TcpStream` or a [`ClientStream`])
+/// to the endpoint at `cfg.addr`, and ends the stream cleanly.
 ///
 /// The recording is loaded once; a second thread prepares the frames (see
 /// [`crate::prepare`]) while this one sends them. `progress` is called once
@@ -176,7 +181,7 @@ const CHUNKS_AHEAD: usize = 8;
 /// when it returns true.
 pub fn run(
     cfg: &ReplayConfig,
-    stream: TcpStream,
+    stream: impl Into<ClientStream>,
     mut progress: impl FnMut(&Progress),
     stop: impl Fn() -> bool,
 ) -> Result<Summary, ReplayError> {
@@ -200,8 +205,8 @@ pub fn run(
     let framing = Framing::for_replay((!cfg.no_wait).then_some(cfg.speed));
     let (tx, chunks) = crossbeam_channel::bounded::<Chunk>(CHUNKS_AHEAD);
     let (give_back, recycled) = crossbeam_channel::bounded::<Vec<u8>>(CHUNKS_AHEAD + 2);
-    let _ = stream.set_nodelay(true);
-    let mut stream = stream;
+    let mut stream = stream.into();
+    let _ = stream.tcp().set_nodelay(true);
     let start = Instant::now();
     let deadline = cfg.duration_s.map(|d| Duration::from_secs_f64(d.max(0.0)));
     let mut summary = Summary {
@@ -284,8 +289,7 @@ pub fn run(
         result
     });
     sent?;
-    let _ = stream.flush();
-    let _ = stream.shutdown(std::net::Shutdown::Write);
+    let _ = stream.finish();
     summary.elapsed_s = start.elapsed().as_secs_f64();
     Ok(summary)
 }

@@ -22,100 +22,11 @@
 //! InfluxDB) both take their names from here, so one statement runs unchanged
 //! on both systems.
 
+use loom::SourceSchema;
+
 use crate::record::{BlockOp, Kind, KvOpKind, Record};
 
-/// Storage type of a field inside a record's bytes (little endian).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum FieldType {
-    /// Unsigned 8-bit integer.
-    U8,
-    /// Unsigned 16-bit integer.
-    U16,
-    /// Unsigned 32-bit integer.
-    U32,
-    /// Unsigned 64-bit integer.
-    U64,
-    /// Signed 64-bit integer.
-    I64,
-    /// IEEE 754 double.
-    F64,
-}
-
-impl FieldType {
-    /// Width in bytes.
-    pub fn width(self) -> usize {
-        match self {
-            FieldType::U8 => 1,
-            FieldType::U16 => 2,
-            FieldType::U32 => 4,
-            FieldType::U64 | FieldType::I64 | FieldType::F64 => 8,
-        }
-    }
-
-    /// Lowercase name (`u8` … `f64`).
-    pub fn name(self) -> &'static str {
-        match self {
-            FieldType::U8 => "u8",
-            FieldType::U16 => "u16",
-            FieldType::U32 => "u32",
-            FieldType::U64 => "u64",
-            FieldType::I64 => "i64",
-            FieldType::F64 => "f64",
-        }
-    }
-}
-
-/// One field of a series: a name and where its value sits in the record bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Field {
-    /// Field name as users write it (`duration_us`).
-    pub name: &'static str,
-    /// Byte offset inside the stored record.
-    pub offset: usize,
-    /// Storage type.
-    pub ty: FieldType,
-}
-
-/// A field value read from record bytes.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum FieldValue {
-    /// Unsigned integer fields (u8 … u64).
-    Unsigned(u64),
-    /// `i64` fields.
-    Signed(i64),
-    /// `f64` fields.
-    Float(f64),
-}
-
-impl Field {
-    /// The field's value in `bytes`, `None` when `bytes` is too short.
-    pub fn read(&self, bytes: &[u8]) -> Option<FieldValue> {
-        let b = bytes.get(self.offset..self.offset + self.ty.width())?;
-        let mut a = [0u8; 8];
-        a[..b.len()].copy_from_slice(b);
-        let raw = u64::from_le_bytes(a);
-        Some(match self.ty {
-            FieldType::U8 | FieldType::U16 | FieldType::U32 | FieldType::U64 => {
-                FieldValue::Unsigned(raw)
-            }
-            FieldType::I64 => FieldValue::Signed(raw as i64),
-            FieldType::F64 => FieldValue::Float(f64::from_bits(raw)),
-        })
-    }
-}
-
-/// Range index of a series: bins over one unsigned field.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RangeIndex {
-    /// The indexed field (one of the series' fields).
-    pub field: &'static str,
-    /// Lower bound of the first regular bin.
-    pub min: u64,
-    /// Width of each regular bin.
-    pub interval: u64,
-    /// Number of regular bins.
-    pub n_bins: u32,
-}
+pub use loom::{FieldDef, FieldType, IndexDef, Value};
 
 /// Width of a latency bin, µs.
 pub const LATENCY_BIN_US: u64 = 10;
@@ -124,190 +35,65 @@ pub const LATENCY_BIN_US: u64 = 10;
 /// that few chunks hold, instead of an overflow bin that every chunk holds.
 pub const LATENCY_BINS: u32 = 10_000;
 
-const LATENCY_INDEX: RangeIndex = RangeIndex {
-    field: "duration_us",
-    min: 0,
-    interval: LATENCY_BIN_US,
-    n_bins: LATENCY_BINS,
-};
+const LATENCY_INDEX: IndexDef = IndexDef::new("duration_us", 0, LATENCY_BIN_US, LATENCY_BINS);
 
 /// Fields of `kv` (24-byte [`crate::KvOp`] encoding).
-pub const KV_FIELDS: &[Field] = &[
-    Field {
-        name: "thread_id",
-        offset: 0,
-        ty: FieldType::U32,
-    },
-    Field {
-        name: "start_us",
-        offset: 8,
-        ty: FieldType::U64,
-    },
-    Field {
-        name: "duration_us",
-        offset: 16,
-        ty: FieldType::U64,
-    },
+pub const KV_FIELDS: &[FieldDef] = &[
+    FieldDef::new("thread_id", 0, FieldType::U32),
+    FieldDef::new("start_us", 8, FieldType::U64),
+    FieldDef::new("duration_us", 16, FieldType::U64),
 ];
 
 /// Fields of `syscall` (28-byte [`crate::Syscall`] encoding).
-pub const SYSCALL_FIELDS: &[Field] = &[
-    Field {
-        name: "pid",
-        offset: 0,
-        ty: FieldType::U32,
-    },
-    Field {
-        name: "tid",
-        offset: 4,
-        ty: FieldType::U32,
-    },
-    Field {
-        name: "start_us",
-        offset: 12,
-        ty: FieldType::U64,
-    },
-    Field {
-        name: "duration_us",
-        offset: 20,
-        ty: FieldType::U64,
-    },
+pub const SYSCALL_FIELDS: &[FieldDef] = &[
+    FieldDef::new("pid", 0, FieldType::U32),
+    FieldDef::new("tid", 4, FieldType::U32),
+    FieldDef::new("start_us", 12, FieldType::U64),
+    FieldDef::new("duration_us", 20, FieldType::U64),
 ];
 
 /// Fields of `pagecache` (44-byte [`crate::PageCache`] encoding).
-pub const PAGECACHE_FIELDS: &[Field] = &[
-    Field {
-        name: "pid",
-        offset: 0,
-        ty: FieldType::U32,
-    },
-    Field {
-        name: "tid",
-        offset: 4,
-        ty: FieldType::U32,
-    },
-    Field {
-        name: "pfn",
-        offset: 16,
-        ty: FieldType::U64,
-    },
-    Field {
-        name: "inode",
-        offset: 24,
-        ty: FieldType::U64,
-    },
-    Field {
-        name: "index",
-        offset: 32,
-        ty: FieldType::U64,
-    },
-    Field {
-        name: "device",
-        offset: 40,
-        ty: FieldType::U32,
-    },
+pub const PAGECACHE_FIELDS: &[FieldDef] = &[
+    FieldDef::new("pid", 0, FieldType::U32),
+    FieldDef::new("tid", 4, FieldType::U32),
+    FieldDef::new("pfn", 16, FieldType::U64),
+    FieldDef::new("inode", 24, FieldType::U64),
+    FieldDef::new("index", 32, FieldType::U64),
+    FieldDef::new("device", 40, FieldType::U32),
 ];
 
 /// Fields of `packet` (48-byte [`crate::Packet`] encoding). The addresses are not
 /// fields: they are 16-byte values, not numbers.
-pub const PACKET_FIELDS: &[Field] = &[
-    Field {
-        name: "src_port",
-        offset: 32,
-        ty: FieldType::U16,
-    },
-    Field {
-        name: "dst_port",
-        offset: 34,
-        ty: FieldType::U16,
-    },
-    Field {
-        name: "length",
-        offset: 36,
-        ty: FieldType::U32,
-    },
+pub const PACKET_FIELDS: &[FieldDef] = &[
+    FieldDef::new("src_port", 32, FieldType::U16),
+    FieldDef::new("dst_port", 34, FieldType::U16),
+    FieldDef::new("length", 36, FieldType::U32),
 ];
 
 /// Fields of `blockio` (44-byte [`crate::BlockIo`] encoding).
-pub const BLOCKIO_FIELDS: &[Field] = &[
-    Field {
-        name: "pid",
-        offset: 0,
-        ty: FieldType::U32,
-    },
-    Field {
-        name: "tid",
-        offset: 4,
-        ty: FieldType::U32,
-    },
-    Field {
-        name: "device",
-        offset: 8,
-        ty: FieldType::U32,
-    },
-    Field {
-        name: "bytes",
-        offset: 12,
-        ty: FieldType::U32,
-    },
-    Field {
-        name: "sector",
-        offset: 20,
-        ty: FieldType::U64,
-    },
-    Field {
-        name: "start_us",
-        offset: 28,
-        ty: FieldType::U64,
-    },
-    Field {
-        name: "latency_us",
-        offset: 36,
-        ty: FieldType::U64,
-    },
+pub const BLOCKIO_FIELDS: &[FieldDef] = &[
+    FieldDef::new("pid", 0, FieldType::U32),
+    FieldDef::new("tid", 4, FieldType::U32),
+    FieldDef::new("device", 8, FieldType::U32),
+    FieldDef::new("bytes", 12, FieldType::U32),
+    FieldDef::new("sector", 20, FieldType::U64),
+    FieldDef::new("start_us", 28, FieldType::U64),
+    FieldDef::new("latency_us", 36, FieldType::U64),
 ];
 
 /// Fields of `runqueue` (28-byte [`crate::RunQueue`] encoding).
-pub const RUNQUEUE_FIELDS: &[Field] = &[
-    Field {
-        name: "pid",
-        offset: 0,
-        ty: FieldType::U32,
-    },
-    Field {
-        name: "tid",
-        offset: 4,
-        ty: FieldType::U32,
-    },
-    Field {
-        name: "cpu",
-        offset: 8,
-        ty: FieldType::U32,
-    },
-    Field {
-        name: "start_us",
-        offset: 12,
-        ty: FieldType::U64,
-    },
-    Field {
-        name: "latency_us",
-        offset: 20,
-        ty: FieldType::U64,
-    },
+pub const RUNQUEUE_FIELDS: &[FieldDef] = &[
+    FieldDef::new("pid", 0, FieldType::U32),
+    FieldDef::new("tid", 4, FieldType::U32),
+    FieldDef::new("cpu", 8, FieldType::U32),
+    FieldDef::new("start_us", 12, FieldType::U64),
+    FieldDef::new("latency_us", 20, FieldType::U64),
 ];
 
 /// Fields of `agent` (32-byte [`crate::AgentStat`] encoding).
-pub const AGENT_FIELDS: &[Field] = &[
-    Field {
-        name: "events",
-        offset: 16,
-        ty: FieldType::U64,
-    },
-    Field {
-        name: "dropped",
-        offset: 24,
-        ty: FieldType::U64,
-    },
+pub const AGENT_FIELDS: &[FieldDef] = &[
+    FieldDef::new("events", 16, FieldType::U64),
+    FieldDef::new("dropped", 24, FieldType::U64),
 ];
 
 /// Series of an agent's counts of probe `probe` at stage `stage` (codes of
@@ -345,9 +131,9 @@ pub struct Series {
     /// Tag keys and values, sorted by key.
     pub tags: Vec<(&'static str, String)>,
     /// Fields, in record order.
-    pub fields: &'static [Field],
+    pub fields: &'static [FieldDef],
     /// Range index, if the series has one.
-    pub index: Option<RangeIndex>,
+    pub index: Option<IndexDef>,
 }
 
 impl Series {
@@ -360,8 +146,23 @@ impl Series {
     }
 
     /// The field named `name`.
-    pub fn field(&self, name: &str) -> Option<&'static Field> {
-        self.fields.iter().find(|f| f.name == name)
+    pub fn field(&self, name: &str) -> Option<&'static FieldDef> {
+        loom::find_field(self.fields, name)
+    }
+
+    /// The series as an engine schema, the form a store declares and
+    /// persists in its catalog.
+    pub fn schema(&self) -> SourceSchema {
+        SourceSchema {
+            measurement: self.measurement.to_string(),
+            tags: self
+                .tags
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+            fields: self.fields.to_vec(),
+            index: self.index.clone(),
+        }
     }
 }
 
@@ -409,12 +210,7 @@ pub fn packet() -> Series {
         measurement: "packet",
         tags: Vec::new(),
         fields: PACKET_FIELDS,
-        index: Some(RangeIndex {
-            field: "dst_port",
-            min: 0,
-            interval: 1,
-            n_bins: 65_536,
-        }),
+        index: Some(IndexDef::new("dst_port", 0, 1, 65_536)),
     }
 }
 
@@ -424,10 +220,7 @@ pub fn blockio(op: BlockOp) -> Series {
         measurement: "blockio",
         tags: vec![("op", op.name().to_string())],
         fields: BLOCKIO_FIELDS,
-        index: Some(RangeIndex {
-            field: "latency_us",
-            ..LATENCY_INDEX
-        }),
+        index: Some(IndexDef::new("latency_us", 0, LATENCY_BIN_US, LATENCY_BINS)),
     }
 }
 
@@ -437,10 +230,7 @@ pub fn runqueue() -> Series {
         measurement: "runqueue",
         tags: Vec::new(),
         fields: RUNQUEUE_FIELDS,
-        index: Some(RangeIndex {
-            field: "latency_us",
-            ..LATENCY_INDEX
-        }),
+        index: Some(IndexDef::new("latency_us", 0, LATENCY_BIN_US, LATENCY_BINS)),
     }
 }
 
@@ -477,7 +267,7 @@ impl Record {
 }
 
 /// The fields of every record of `kind`.
-pub fn fields_of(kind: Kind) -> &'static [Field] {
+pub fn fields_of(kind: Kind) -> &'static [FieldDef] {
     match kind {
         Kind::KvOp => KV_FIELDS,
         Kind::Syscall => SYSCALL_FIELDS,
@@ -494,9 +284,9 @@ mod tests {
     use super::*;
     use crate::record::{BlockIo, KvOp, Packet, PageCache, RunQueue, Syscall};
 
-    fn value(f: &Field, bytes: &[u8]) -> u64 {
+    fn value(f: &FieldDef, bytes: &[u8]) -> u64 {
         match f.read(bytes) {
-            Some(FieldValue::Unsigned(v)) => v,
+            Some(Value::Unsigned(v)) => v,
             other => panic!("{} read {other:?}", f.name),
         }
     }
@@ -590,8 +380,8 @@ mod tests {
             (blockio(BlockOp::Write), Kind::BlockIo, BlockIo::ENCODED_LEN),
             (runqueue(), Kind::RunQueue, RunQueue::ENCODED_LEN),
         ] {
-            let ix = series.index.expect("indexed series");
-            let f = series.field(ix.field).expect("index field exists");
+            let ix = series.index.as_ref().expect("indexed series");
+            let f = series.field(&ix.field).expect("index field exists");
             let bytes: Vec<u8> = (0..len as u8).map(|i| i.wrapping_mul(37)).collect();
             assert_eq!(value(f, &bytes), (kind.extractor())(&bytes), "{kind:?}");
         }

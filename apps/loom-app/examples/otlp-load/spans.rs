@@ -7,31 +7,10 @@ use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{status, ResourceSpans, ScopeSpans, Span, Status};
+use replay::rng::SplitMix64;
 
 /// Span names of every service.
 pub const NAMES: [&str; 4] = ["GET /cart", "POST /pay", "db.query", "cache.get"];
-
-/// xorshift64*: deterministic, cheap.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-    }
-
-    pub fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
 
 /// One span as the generator made it.
 #[derive(Clone, Copy)]
@@ -50,8 +29,8 @@ fn kv(k: &str, v: Any) -> KeyValue {
 
 /// Duration in µs: Pareto (α = 1.5) from 200 µs, at most 10 s; the p99.99
 /// lands near 100 ms.
-fn duration_us(rng: &mut Rng) -> u64 {
-    let u = (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
+fn duration_us(rng: &mut SplitMix64) -> u64 {
+    let u = rng.uniform();
     let d = 200.0 * (1.0 - u).max(1e-12).powf(-1.0 / 1.5);
     (d as u64).min(10_000_000)
 }
@@ -70,7 +49,7 @@ pub fn client_requests(
     t0_ns: u64,
     window_ns: u64,
 ) -> (Vec<ExportTraceServiceRequest>, Vec<Made>) {
-    let mut rng = Rng::new(client as u64 + 1);
+    let mut rng = SplitMix64::new(client as u64 + 1);
     let resource = Resource {
         attributes: vec![
             kv("service.name", Any::StringValue(service(client))),
@@ -93,7 +72,7 @@ pub fn client_requests(
                 let name = k % NAMES.len();
                 let start = t0_ns + k as u64 * step;
                 let d = duration_us(&mut rng);
-                let error = rng.next().is_multiple_of(100);
+                let error = rng.next_u64().is_multiple_of(100);
                 let span_id = rng.bytes(8);
                 let parent = if name == 0 {
                     trace = rng.bytes(16);
@@ -113,7 +92,7 @@ pub fn client_requests(
                     name: NAMES[name].into(),
                     kind: if name < 2 { 2 } else { 3 },
                     start_time_unix_nano: start,
-                    end_time_unix_nano: start + d * 1000 + rng.next() % 1000,
+                    end_time_unix_nano: start + d * 1000 + rng.next_u64() % 1000,
                     attributes: vec![
                         kv(
                             "http.method",

@@ -21,7 +21,7 @@ pub struct Row {
 
 fn field(name: &str, offset: u32, ty: FieldType) -> FieldDef {
     FieldDef {
-        name: name.into(),
+        name: name.to_string().into(),
         offset,
         ty,
     }

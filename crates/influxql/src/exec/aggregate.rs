@@ -100,7 +100,7 @@ fn indexed(call: &Call, group: &Group, plan: &AggregatePlan) -> bool {
         _ => group
             .series
             .iter()
-            .all(|s| s.index_field() == Some(call.field.name.as_str())),
+            .all(|s| s.index_field() == Some(call.field.name())),
     }
 }
 
@@ -197,7 +197,7 @@ fn counted_range(plan: &AggregatePlan, group: &Group) -> Option<(u64, u64)> {
         .all(|p| matches!(p.value, Operand::Int(_)) && p.op != CompareOp::Ne);
     let on_index = group.series.iter().all(|s| {
         let f = s.index_field();
-        plan.fields.iter().all(|p| f == Some(p.field.name.as_str()))
+        plan.fields.iter().all(|p| f == Some(p.field.name()))
     });
     if !(exact && on_index) {
         return None;

@@ -90,7 +90,7 @@ pub fn execute(catalog: &Catalog, plan: &ShowPlan) -> StatementResult {
                             loom::FieldType::String => "string",
                             _ => "integer",
                         };
-                        vec![Cell::Str(d.name), Cell::Str(ty.into())]
+                        vec![Cell::Str(d.name.into_owned()), Cell::Str(ty.into())]
                     })
                     .collect();
                 if !rows.is_empty() {

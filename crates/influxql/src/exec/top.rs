@@ -57,7 +57,7 @@ fn group_points(
     };
     let single_indexed = plan.fields.is_empty()
         && group.series.len() == 1
-        && group.series[0].index_field() == Some(plan.field.name.as_str());
+        && group.series[0].index_field() == Some(plan.field.name());
     if single_indexed {
         let id = group.series[0].id;
         let x = snap.value_at_rank(id, t0, t1, |m| m.saturating_sub(plan.n) + 1)?;

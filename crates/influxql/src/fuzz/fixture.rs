@@ -20,7 +20,7 @@ pub struct Fixture {
 
 fn field(name: &str, offset: u32, ty: FieldType) -> FieldDef {
     FieldDef {
-        name: name.into(),
+        name: name.to_string().into(),
         offset,
         ty,
     }

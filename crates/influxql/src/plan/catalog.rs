@@ -17,7 +17,7 @@ pub struct Series {
 impl Series {
     /// The indexed field's name, if the source has a range index.
     pub fn index_field(&self) -> Option<&str> {
-        self.schema.index.as_ref().map(|ix| ix.field.as_str())
+        self.schema.index.as_ref().map(|ix| ix.field.as_ref())
     }
 }
 
@@ -69,7 +69,7 @@ impl Catalog {
             .get(measurement)
             .into_iter()
             .flatten()
-            .flat_map(|s| s.schema.fields.iter().map(|f| f.name.clone()))
+            .flat_map(|s| s.schema.fields.iter().map(|f| f.name.to_string()))
             .collect();
         v.sort();
         v.dedup();

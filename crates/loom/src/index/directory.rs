@@ -18,6 +18,8 @@ pub(crate) struct ChunkEntry {
     pub last_ts: u64,
     pub first_seq: u64,
     pub count: u32,
+    /// Bytes of the chunk uncompressed (header and payload, unpadded).
+    pub len: u32,
 }
 
 /// A reader's view of a source's directory.

@@ -223,7 +223,7 @@ impl IndexFiles {
     }
 
     /// Writes the footers of done segments whose data is now durable.
-    fn finish_durable(&mut self) {
+    fn finish_durable(&mut self, files: &SegmentFiles) {
         let durable = self.cfg.flusher.durable_jobs.load(Ordering::Acquire);
         let mut i = 0;
         while i < self.pending.len() {
@@ -233,8 +233,15 @@ impl IndexFiles {
                 continue;
             }
             self.pending.swap_remove(i);
+            // A version-2 segment's frame list goes before its footer, so
+            // a reopen finds every chunk's frame without reading the data.
+            let frames = files.frames_of(seg);
             if let Some(w) = self.writer(seg) {
-                if let Err(e) = w.finish(data_end, chunks) {
+                let r = match &frames {
+                    Some(f) => w.frames(f),
+                    None => Ok(()),
+                };
+                if let Err(e) = r.and_then(|_| w.finish(data_end, chunks)) {
                     self.fail(seg, &e);
                 }
             }
@@ -279,7 +286,7 @@ impl Worker {
                 Ok(m) => m,
                 Err(RecvTimeoutError::Timeout) => {
                     if let Some(s) = self.segs.as_mut() {
-                        s.finish_durable();
+                        s.finish_durable(&self.files);
                     }
                     continue;
                 }
@@ -303,7 +310,7 @@ impl Worker {
             }
             if let Some(s) = self.segs.as_mut() {
                 s.flush();
-                s.finish_durable();
+                s.finish_durable(&self.files);
             }
             out.store(Arc::new(IndexSnapshot {
                 sources: self
@@ -320,7 +327,7 @@ impl Worker {
         }
         if let Some(s) = self.segs.as_mut() {
             s.flush();
-            s.finish_durable();
+            s.finish_durable(&self.files);
         }
     }
 
@@ -462,9 +469,8 @@ fn summarise_chunk(
             .get((addr - base) as usize..)
             .ok_or("chunk outside its block")?,
         None => {
-            buf.resize(chunk_size, 0);
-            let n = files.read_at(addr, buf).map_err(|e| e.to_string())?;
-            &buf[..n]
+            *buf = files.read_chunk(addr).map_err(|e| e.to_string())?;
+            &buf[..]
         }
     };
     let header = ChunkHeader::read(bytes)?.ok_or("no chunk at this address")?;

@@ -3,7 +3,11 @@
 //! The log is one address space of bytes. Segment file `k` holds addresses
 //! `[k * segment_size, (k + 1) * segment_size)`; blocks never straddle
 //! segments. `loom.meta` records the sizes so a store is always reopened with
-//! the layout it was written with.
+//! the layout it was written with, and the store's format version: `v1`
+//! stores hold uncompressed segments only; a writer that opens one rewrites
+//! the first line to `v2` and writes its new segments compressed
+//! (`frame.rs`), while the old ones stay readable as they are. A `v2` line
+//! keeps software that knows only version 1 from misreading the store.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -12,7 +16,9 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 
 const META_FILE: &str = "loom.meta";
-const META_HEADER: &str = "loom-store v1";
+const META_HEADER: &str = "loom-store v2";
+/// First line of stores written by format version 1 (uncompressed).
+const META_HEADER_V1: &str = "loom-store v1";
 
 /// Sizes that fix where bytes live on disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,10 +62,19 @@ impl Layout {
     }
 
     /// Reads the layout stored in `dir`, or stores `wanted` (durably) if
-    /// there is none.
+    /// there is none. A version-1 store's file is rewritten as version 2.
     pub(crate) fn load_or_store(dir: &Path, wanted: Layout) -> Result<Layout> {
         match Self::load(dir)? {
             Some(stored) => {
+                let path = dir.join(META_FILE);
+                let text = fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+                if text.starts_with(META_HEADER_V1) {
+                    log::info!(
+                        "{}: a format-1 store: its segments stay as they are, new ones are compressed",
+                        dir.display()
+                    );
+                    stored.store(dir)?;
+                }
                 if stored != wanted {
                     log::info!(
                         "{}: using the stored layout {stored:?} instead of the configured {wanted:?}",
@@ -69,20 +84,27 @@ impl Layout {
                 Ok(stored)
             }
             None => {
-                let text = format!(
-                    "{META_HEADER}\nchunk_size={}\nblock_size={}\nsegment_size={}\n",
-                    wanted.chunk_size, wanted.block_size, wanted.segment_size
-                );
-                crate::storage::catalog::write_durably(dir, META_FILE, text.as_bytes())?;
+                wanted.store(dir)?;
                 Ok(wanted)
             }
         }
     }
 
+    fn store(&self, dir: &Path) -> Result<()> {
+        let text = format!(
+            "{META_HEADER}\nchunk_size={}\nblock_size={}\nsegment_size={}\n",
+            self.chunk_size, self.block_size, self.segment_size
+        );
+        crate::storage::catalog::write_durably(dir, META_FILE, text.as_bytes())
+    }
+
     fn parse(text: &str) -> std::result::Result<Layout, String> {
         let mut lines = text.lines();
-        if lines.next() != Some(META_HEADER) {
-            return Err(format!("first line is not '{META_HEADER}'"));
+        let first = lines.next();
+        if first != Some(META_HEADER) && first != Some(META_HEADER_V1) {
+            return Err(format!(
+                "first line is not '{META_HEADER}' (or '{META_HEADER_V1}')"
+            ));
         }
         let (mut chunk, mut block, mut segment) = (None, None, None);
         for line in lines {

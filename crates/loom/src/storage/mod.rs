@@ -3,6 +3,8 @@
 
 pub(crate) mod catalog;
 pub(crate) mod flusher;
+pub(crate) mod frame;
+mod frame_scan;
 pub(crate) mod layout;
 pub(crate) mod lock;
 pub(crate) mod recovery;

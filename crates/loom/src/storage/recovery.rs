@@ -13,6 +13,12 @@
 //!   the writer zeroes it (and removes later segment files, which then hold
 //!   no valid chunk) so it never hides data written after this open.
 //!
+//! Version-2 segments (compressed frames, `frame.rs`) are checked the same
+//! way frame by frame (`frame_scan.rs`); skipped regions are reported at
+//! their offset in the segment file, and a torn tail is cut by truncating
+//! the file after its last valid frame. A writer never appends to a
+//! recovered segment: it starts the next one.
+//!
 //! A chunk whose `prev` link does not name its source's previous recovered
 //! chunk means records of that source are missing (a skipped chunk, a lost
 //! segment): that is reported too, and the chunks are kept.
@@ -28,6 +34,7 @@ use crate::error::{Error, Result};
 use crate::index::bins::BinSummary;
 use crate::log::chunk::{padded, ChunkHeader, CHUNK_MAGIC, HEADER_LEN, NO_CHUNK};
 use crate::storage::catalog::sync_dir;
+use crate::storage::frame::{self, FrameLoc};
 use crate::storage::layout::Layout;
 use crate::storage::segment_index::{self, IndexedChunk, SegmentIndexWriter};
 
@@ -88,6 +95,8 @@ pub(crate) struct Recovered {
     pub end: u64,
     pub segments: Vec<SegmentInfo>,
     pub report: RecoveryReport,
+    /// The frames of every version-2 segment, for `SegmentFiles`.
+    pub frames: Vec<(u64, Vec<FrameLoc>)>,
 }
 
 /// Open mode of recovery.
@@ -119,18 +128,41 @@ fn segment_indices(dir: &Path) -> Result<Vec<u64>> {
 
 /// A region the scan could not read as chunks; whether it is a skipped
 /// corruption or the torn tail is decided once the end of the log is known.
-struct BadRegion {
-    at: u64,
-    reason: String,
-    zeros: bool,
+pub(crate) struct BadRegion {
+    /// Log address at which it counts: a valid chunk after it means it was
+    /// skipped, none means the torn tail.
+    pub at: u64,
+    /// Where it is reported: segment and offset in the segment file.
+    pub place: (u64, u64),
+    pub reason: String,
+    pub zeros: bool,
 }
 
-struct Scan<'a> {
-    layout: Layout,
-    chunks: Vec<RecoveredChunk>,
-    bad: Vec<BadRegion>,
-    end: u64,
-    by_addr: HashMap<u64, &'a IndexedChunk>,
+pub(crate) struct Scan<'a> {
+    pub layout: Layout,
+    pub chunks: Vec<RecoveredChunk>,
+    pub bad: Vec<BadRegion>,
+    pub end: u64,
+    pub by_addr: HashMap<u64, &'a IndexedChunk>,
+    /// Frames found in a version-2 segment.
+    pub frames: Vec<FrameLoc>,
+    /// Offset just past the last valid frame of a version-2 segment.
+    pub file_end: u64,
+}
+
+impl Scan<'_> {
+    /// The summaries the segment index holds for a chunk found at `at`
+    /// with header `h`, if the index entry describes the same chunk.
+    pub(crate) fn summaries_for(&self, at: u64, h: &ChunkHeader) -> Option<Vec<BinSummary>> {
+        self.by_addr.get(&at).and_then(|c| {
+            let same = c.header.source == h.source
+                && c.header.count == h.count
+                && c.header.first_ts == h.first_ts
+                && c.header.last_ts == h.last_ts
+                && c.header.crc == h.crc;
+            same.then(|| c.summaries.clone()).flatten()
+        })
+    }
 }
 
 /// Offset of the first valid chunk in `bytes[from..]` (8-byte steps).
@@ -151,7 +183,7 @@ fn next_valid(bytes: &[u8], from: usize, chunk_size: usize) -> Option<usize> {
 }
 
 /// Offset of the first non-zero 8-byte word in `bytes[from..]`.
-fn next_nonzero(bytes: &[u8], from: usize) -> Option<usize> {
+pub(crate) fn next_nonzero(bytes: &[u8], from: usize) -> Option<usize> {
     let mut o = from.div_ceil(8) * 8;
     while o + 8 <= bytes.len() {
         if bytes[o..o + 8].iter().any(|&b| b != 0) {
@@ -180,6 +212,7 @@ impl Scan<'_> {
                         Some(n) => {
                             self.bad.push(BadRegion {
                                 at,
+                                place: self.layout.locate(at),
                                 reason: format!("{} bytes of zeros", n - o),
                                 zeros: true,
                             });
@@ -191,14 +224,7 @@ impl Scan<'_> {
                 Ok(Some(h)) => match h.verify(&bytes[o..], cs) {
                     Ok(()) if h.count == 0 => Some("chunk with zero records".to_string()),
                     Ok(()) => {
-                        let summaries = self.by_addr.get(&at).and_then(|c| {
-                            let same = c.header.source == h.source
-                                && c.header.count == h.count
-                                && c.header.first_ts == h.first_ts
-                                && c.header.last_ts == h.last_ts
-                                && c.header.crc == h.crc;
-                            same.then(|| c.summaries.clone()).flatten()
-                        });
+                        let summaries = self.summaries_for(at, &h);
                         self.chunks.push(RecoveredChunk {
                             addr: at,
                             header: h,
@@ -215,6 +241,7 @@ impl Scan<'_> {
             if let Some(reason) = problem {
                 self.bad.push(BadRegion {
                     at,
+                    place: self.layout.locate(at),
                     reason,
                     zeros: false,
                 });
@@ -244,17 +271,130 @@ fn file_len(p: &Path) -> u64 {
     fs::metadata(p).map(|m| m.len()).unwrap_or(0)
 }
 
+/// Whether segment file `path` is version 2 (starts with a frame file header).
+fn is_framed_file(path: &Path) -> bool {
+    let mut head = [0u8; frame::FILE_HEADER];
+    fs::File::open(path)
+        .and_then(|f| f.read_exact_at(&mut head, 0))
+        .is_ok_and(|()| frame::is_framed(&head))
+}
+
+/// What recovery gathers over all segments.
+#[derive(Default)]
+struct Found {
+    chunks: Vec<RecoveredChunk>,
+    bad: Vec<BadRegion>,
+    end: u64,
+    scanned: Vec<u64>,
+    infos: Vec<SegmentInfo>,
+    frames: Vec<(u64, Vec<FrameLoc>)>,
+    /// Offset past the last valid frame of each scanned version-2 segment.
+    file_ends: HashMap<u64, u64>,
+}
+
+/// Takes a segment's chunks from its index file when the index is
+/// complete and agrees with the file; false when it must be scanned.
+fn from_index(
+    six: &segment_index::SegmentIndex,
+    seg: u64,
+    layout: Layout,
+    len: u64,
+    framed: bool,
+    found: &mut Found,
+) -> bool {
+    let Some((data_end, n)) = six.footer else {
+        return false;
+    };
+    let seg_base = seg * layout.segment_size;
+    let ok = n == six.chunks.len() as u64 && data_end >= seg_base;
+    let ok = ok
+        && if framed {
+            six.frames.as_ref().is_some_and(|f| {
+                f.len() == six.chunks.len()
+                    && f.iter().zip(&six.chunks).all(|(f, c)| f.addr == c.addr)
+                    && f.last().is_none_or(|l| l.offset + u64::from(l.len) <= len)
+            })
+        } else {
+            data_end <= seg_base + len
+        };
+    if !ok {
+        return false;
+    }
+    for c in &six.chunks {
+        found.chunks.push(RecoveredChunk {
+            addr: c.addr,
+            header: c.header,
+            summaries: six.summaries_of(c),
+        });
+    }
+    if let (true, Some(f)) = (framed, &six.frames) {
+        found.frames.push((seg, f.clone()));
+    }
+    found.end = found.end.max(data_end);
+    true
+}
+
+/// Scans one segment file, chunk by chunk or frame by frame.
+fn scan_segment(
+    path: &Path,
+    seg: u64,
+    layout: Layout,
+    framed: bool,
+    six: &segment_index::SegmentIndex,
+    report: &mut RecoveryReport,
+    found: &mut Found,
+) -> Result<()> {
+    let seg_base = seg * layout.segment_size;
+    let by_addr = six.chunks.iter().map(|c| (c.addr, c)).collect();
+    let mut scan = Scan {
+        layout,
+        chunks: Vec::new(),
+        bad: Vec::new(),
+        end: found.end,
+        by_addr,
+        frames: Vec::new(),
+        file_end: frame::FILE_HEADER as u64,
+    };
+    if framed {
+        let bytes = fs::read(path).map_err(|e| Error::io(path, e))?;
+        report.bytes_scanned += bytes.len() as u64;
+        scan.frames_of(seg, &bytes);
+        found.file_ends.insert(seg, scan.file_end);
+        found.frames.push((seg, std::mem::take(&mut scan.frames)));
+    } else {
+        let mut block = vec![0u8; layout.block_size];
+        let mut file = fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        let mut off = 0u64;
+        while off < layout.segment_size {
+            let n = read_full(&mut file, &mut block).map_err(|e| Error::io(path, e))?;
+            if n == 0 {
+                break;
+            }
+            report.bytes_scanned += n as u64;
+            scan.block(seg_base + off, &block[..n]);
+            off += layout.block_size as u64;
+        }
+    }
+    // Summaries written after their chunk's entry.
+    for c in scan.chunks.iter_mut() {
+        if c.summaries.is_none() {
+            if let Some(b) = six.late_summaries.get(&c.addr) {
+                c.summaries = Some(b.clone());
+            }
+        }
+    }
+    found.end = scan.end;
+    found.chunks.append(&mut scan.chunks);
+    found.bad.append(&mut scan.bad);
+    Ok(())
+}
+
 /// Recovers the store in `dir`.
 pub(crate) fn recover(dir: &Path, layout: Layout, mode: Mode, verify: bool) -> Result<Recovered> {
     let started = Instant::now();
     let segments = segment_indices(dir)?;
     let mut report = RecoveryReport::default();
-    let mut chunks: Vec<RecoveredChunk> = Vec::new();
-    let mut bad: Vec<BadRegion> = Vec::new();
-    let mut end = 0u64;
-    let mut scanned: Vec<u64> = Vec::new();
-    let mut infos = Vec::new();
-    let mut block = vec![0u8; layout.block_size];
+    let mut found = Found::default();
 
     for (i, &seg) in segments.iter().enumerate() {
         if i > 0 && seg != segments[i - 1] + 1 {
@@ -265,76 +405,37 @@ pub(crate) fn recover(dir: &Path, layout: Layout, mode: Mode, verify: bool) -> R
             ));
         }
         let path = Layout::segment_path(dir, seg);
-        let seg_base = seg * layout.segment_size;
         let len = file_len(&path);
+        let framed = is_framed_file(&path);
         let six = segment_index::read(dir, seg)?;
-        let first_new = chunks.len();
-        let trusted = !verify
-            && match six.footer {
-                Some((data_end, n)) => {
-                    n == six.chunks.len() as u64
-                        && data_end <= seg_base + len
-                        && data_end >= seg_base
-                }
-                None => false,
-            };
-        if trusted {
+        let first_new = found.chunks.len();
+        if !verify && from_index(&six, seg, layout, len, framed, &mut found) {
             report.segments_from_index += 1;
-            for c in &six.chunks {
-                chunks.push(RecoveredChunk {
-                    addr: c.addr,
-                    header: c.header,
-                    summaries: six.summaries_of(c),
-                });
-            }
-            if let Some((data_end, _)) = six.footer {
-                end = end.max(data_end);
-            }
         } else {
             report.segments_scanned += 1;
-            scanned.push(seg);
-            let by_addr = six.chunks.iter().map(|c| (c.addr, c)).collect();
-            let mut scan = Scan {
-                layout,
-                chunks: Vec::new(),
-                bad: Vec::new(),
-                end,
-                by_addr,
-            };
-            let mut file = fs::File::open(&path).map_err(|e| Error::io(&path, e))?;
-            let mut off = 0u64;
-            while off < layout.segment_size {
-                let n = read_full(&mut file, &mut block).map_err(|e| Error::io(&path, e))?;
-                if n == 0 {
-                    break;
-                }
-                report.bytes_scanned += n as u64;
-                scan.block(seg_base + off, &block[..n]);
-                off += layout.block_size as u64;
-            }
-            // Summaries written after their chunk's entry.
-            for c in scan.chunks.iter_mut() {
-                if c.summaries.is_none() {
-                    if let Some(b) = six.late_summaries.get(&c.addr) {
-                        c.summaries = Some(b.clone());
-                    }
-                }
-            }
-            end = scan.end;
-            chunks.append(&mut scan.chunks);
-            bad.append(&mut scan.bad);
+            found.scanned.push(seg);
+            scan_segment(&path, seg, layout, framed, &six, &mut report, &mut found)?;
         }
-        let newest_ts = chunks[first_new..]
+        let newest_ts = found.chunks[first_new..]
             .iter()
             .map(|c| c.header.last_ts)
             .max()
             .unwrap_or(0);
-        infos.push(SegmentInfo {
+        found.infos.push(SegmentInfo {
             index: seg,
             newest_ts,
             bytes: len + file_len(&segment_index::path(dir, seg)),
         });
     }
+    let Found {
+        chunks,
+        bad,
+        end,
+        scanned,
+        mut infos,
+        frames,
+        file_ends,
+    } = found;
 
     log::debug!(
         "{}: recovery read the segments in {:.0} ms",
@@ -343,7 +444,7 @@ pub(crate) fn recover(dir: &Path, layout: Layout, mode: Mode, verify: bool) -> R
     );
     // Regions before the last valid chunk were skipped; after it, torn tail.
     for r in bad {
-        let (seg, off) = layout.locate(r.at);
+        let (seg, off) = r.place;
         if r.at < end {
             if r.zeros {
                 report.holes.push(format!(
@@ -393,9 +494,9 @@ pub(crate) fn recover(dir: &Path, layout: Layout, mode: Mode, verify: bool) -> R
                 dir.display()
             );
         }
-        discard_from(dir, layout, end, &segments)?;
+        discard_from(dir, layout, end, &segments, &file_ends)?;
         infos.retain(|s| s.index <= end / layout.segment_size || s.index == 0);
-        complete_indexes(dir, layout, &chunks, &scanned, end)?;
+        complete_indexes(dir, layout, &chunks, &scanned, &frames, end)?;
         log::debug!(
             "{}: recovery repaired the tail and index files in {:.0} ms",
             dir.display(),
@@ -411,6 +512,7 @@ pub(crate) fn recover(dir: &Path, layout: Layout, mode: Mode, verify: bool) -> R
         end,
         segments: infos,
         report,
+        frames,
     })
 }
 
@@ -422,6 +524,7 @@ fn complete_indexes(
     layout: Layout,
     chunks: &[RecoveredChunk],
     scanned: &[u64],
+    frames: &[(u64, Vec<FrameLoc>)],
     end: u64,
 ) -> Result<()> {
     let last_seg = if end == 0 {
@@ -456,6 +559,9 @@ fn complete_indexes(
             let data_end = mine
                 .last()
                 .map_or(base, |c| c.addr + padded(c.header.len as usize) as u64);
+            if let Some((_, f)) = frames.iter().find(|(s, _)| *s == seg) {
+                w.frames(f).map_err(|e| Error::io(&p, e))?;
+            }
             w.finish(data_end, mine.len() as u64)
                 .map_err(|e| Error::io(&p, e))?;
         } else {
@@ -473,9 +579,41 @@ fn fmt_addr(a: u64) -> String {
     }
 }
 
-/// Zeroes `[at, end of its block)` and removes every later segment (and its
-/// index file): nothing valid lies after `at`.
-fn discard_from(dir: &Path, layout: Layout, at: u64, segments: &[u64]) -> Result<()> {
+/// Zeroes `[at, end of its block)` (in a version-2 segment: truncates the
+/// file after its last valid frame, `file_ends`) and removes every later
+/// segment (and its index file): nothing valid lies after `at`.
+fn discard_from(
+    dir: &Path,
+    layout: Layout,
+    at: u64,
+    segments: &[u64],
+    file_ends: &HashMap<u64, u64>,
+) -> Result<()> {
+    let seg = layout.locate(at).0;
+    // `at` may sit exactly at the end of a segment whose last frame is valid.
+    for s in [seg.wrapping_sub(1), seg] {
+        if let Some(&keep) = file_ends.get(&s) {
+            let path = Layout::segment_path(dir, s);
+            let file = OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .map_err(|e| Error::io(&path, e))?;
+            if file.metadata().map_err(|e| Error::io(&path, e))?.len() > keep {
+                file.set_len(keep).map_err(|e| Error::io(&path, e))?;
+                file.sync_all().map_err(|e| Error::io(&path, e))?;
+            }
+        }
+    }
+    discard_raw(dir, layout, at, segments, file_ends)
+}
+
+fn discard_raw(
+    dir: &Path,
+    layout: Layout,
+    at: u64,
+    segments: &[u64],
+    file_ends: &HashMap<u64, u64>,
+) -> Result<()> {
     let (seg, off) = layout.locate(at);
     let bs = layout.block_size as u64;
     let block_end = if off % bs == 0 {
@@ -484,7 +622,7 @@ fn discard_from(dir: &Path, layout: Layout, at: u64, segments: &[u64]) -> Result
         off - off % bs + bs
     };
     let path = Layout::segment_path(dir, seg);
-    if path.exists() {
+    if path.exists() && !file_ends.contains_key(&seg) && !is_framed_file(&path) {
         let file = OpenOptions::new()
             .write(true)
             .open(&path)

@@ -3,7 +3,8 @@
 //! their range-index summaries, so reopening a store reads these small files
 //! instead of the whole log.
 //!
-//! Layout: an 16-byte header (`LOOMSIX1`, segment number u64) then entries,
+//! Layout: a 16-byte header (`LOOMSIX2`, segment number u64; files of
+//! format version 1 begin `LOOMSIX1` and are read the same) then entries,
 //! each `len u32 | crc32c u32 | payload`, payload starting with a type byte:
 //!
 //! - `1` chunk: addr, source, prev, first_ts, last_ts (u64), count, chunk crc
@@ -11,7 +12,12 @@
 //! - `2` summaries of an earlier chunk (recovered chunks indexed later): addr
 //!   u64 and the list;
 //! - `3` footer: the segment is complete and its data durable; data_end u64
-//!   (address past its last chunk), chunks u64.
+//!   (address past its last chunk), chunks u64;
+//! - `5` chunk, as `1` with the chunk's length u32 after its crc (format
+//!   2 writes these; `1` entries read with length 0: unknown);
+//! - `4` frames of a version-2 (compressed) segment, written just before
+//!   the footer: `varint n`, then per frame `varint(addr − previous addr)`,
+//!   `varint(offset − previous offset)`, `varint len` (see `frame.rs`).
 //!
 //! A summary list is `varint n` then per bin `varint(bin − previous bin)`,
 //! `varint count`, `varint min`, `varint(max − min)`, `varint sum_low64`,
@@ -28,8 +34,11 @@ use crate::error::{Error, Result};
 use crate::index::bins::BinSummary;
 use crate::log::chunk::ChunkHeader;
 use crate::log::record::{get_varint, put_varint};
+use crate::storage::frame::FrameLoc;
 
-const MAGIC: &[u8; 8] = b"LOOMSIX1";
+const MAGIC: &[u8; 8] = b"LOOMSIX2";
+/// The header of index files written by format version 1.
+const MAGIC_V1: &[u8; 8] = b"LOOMSIX1";
 const FILE_HEADER: usize = 16;
 const ENTRY_HEADER: usize = 8;
 /// Largest entry accepted when reading: a chunk touching every bin of a
@@ -37,8 +46,10 @@ const ENTRY_HEADER: usize = 8;
 const MAX_ENTRY: usize = 64 << 20;
 
 const T_CHUNK: u8 = 1;
+const T_CHUNK_LEN: u8 = 5;
 const T_SUMMARIES: u8 = 2;
 const T_FOOTER: u8 = 3;
+const T_FRAMES: u8 = 4;
 
 /// One chunk as the segment index lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,6 +67,8 @@ pub(crate) struct SegmentIndex {
     pub late_summaries: HashMap<u64, Vec<BinSummary>>,
     /// `(data_end, chunks)` when the footer was reached.
     pub footer: Option<(u64, u64)>,
+    /// The frames of a version-2 segment, when listed.
+    pub frames: Option<Vec<FrameLoc>>,
     /// Why reading stopped early, if it did.
     pub stopped: Option<String>,
 }
@@ -166,7 +179,7 @@ impl Cursor<'_> {
 
 fn encode_chunk(c: &IndexedChunk) -> Vec<u8> {
     let mut p = Vec::with_capacity(64);
-    p.push(T_CHUNK);
+    p.push(T_CHUNK_LEN);
     put_u64(&mut p, c.addr);
     put_u64(&mut p, c.header.source);
     put_u64(&mut p, c.header.prev);
@@ -174,6 +187,7 @@ fn encode_chunk(c: &IndexedChunk) -> Vec<u8> {
     put_u64(&mut p, c.header.last_ts);
     p.extend_from_slice(&c.header.count.to_le_bytes());
     p.extend_from_slice(&c.header.crc.to_le_bytes());
+    p.extend_from_slice(&c.header.len.to_le_bytes());
     match &c.summaries {
         None => p.push(0),
         Some(bins) => {
@@ -187,7 +201,7 @@ fn encode_chunk(c: &IndexedChunk) -> Vec<u8> {
 fn decode_entry(payload: &[u8], into: &mut SegmentIndex) -> Result<(), String> {
     let mut c = Cursor { b: payload, pos: 0 };
     match c.u8()? {
-        T_CHUNK => {
+        kind @ (T_CHUNK | T_CHUNK_LEN) => {
             let addr = c.u64()?;
             let source = c.u64()?;
             let prev = c.u64()?;
@@ -195,6 +209,7 @@ fn decode_entry(payload: &[u8], into: &mut SegmentIndex) -> Result<(), String> {
             let last_ts = c.u64()?;
             let count = c.u32()?;
             let crc = c.u32()?;
+            let len = if kind == T_CHUNK_LEN { c.u32()? } else { 0 };
             let summaries = match c.u8()? {
                 0 => None,
                 1 => Some(c.summaries()?),
@@ -203,7 +218,7 @@ fn decode_entry(payload: &[u8], into: &mut SegmentIndex) -> Result<(), String> {
             into.chunks.push(IndexedChunk {
                 addr,
                 header: ChunkHeader {
-                    len: 0,
+                    len,
                     source,
                     prev,
                     first_ts,
@@ -218,6 +233,25 @@ fn decode_entry(payload: &[u8], into: &mut SegmentIndex) -> Result<(), String> {
             let addr = c.u64()?;
             let bins = c.summaries()?;
             into.late_summaries.insert(addr, bins);
+        }
+        T_FRAMES => {
+            let n = c.var()?;
+            if n > (c.b.len() - c.pos) as u64 / 3 {
+                return Err(format!("{n} frames cannot fit in the entry"));
+            }
+            let mut frames = Vec::with_capacity(n as usize);
+            let (mut addr, mut offset) = (0u64, 0u64);
+            for _ in 0..n {
+                addr = addr
+                    .checked_add(c.var()?)
+                    .ok_or("frame address overflows")?;
+                offset = offset
+                    .checked_add(c.var()?)
+                    .ok_or("frame offset overflows")?;
+                let len = u32::try_from(c.var()?).map_err(|_| "frame length too large")?;
+                frames.push(FrameLoc { addr, offset, len });
+            }
+            into.frames = Some(frames);
         }
         T_FOOTER => {
             let end = c.u64()?;
@@ -235,7 +269,7 @@ fn decode_entry(payload: &[u8], into: &mut SegmentIndex) -> Result<(), String> {
 /// Decodes the valid prefix of a segment index file's bytes.
 pub(crate) fn decode(bytes: &[u8], segment: u64) -> SegmentIndex {
     let mut out = SegmentIndex::default();
-    if bytes.len() < FILE_HEADER || &bytes[..8] != MAGIC {
+    if bytes.len() < FILE_HEADER || (&bytes[..8] != MAGIC && &bytes[..8] != MAGIC_V1) {
         out.stopped = Some("no segment index header".into());
         return out;
     }
@@ -355,6 +389,21 @@ impl SegmentIndexWriter {
         self.entry(&p)
     }
 
+    /// Lists the frames of a version-2 segment (before its footer).
+    pub(crate) fn frames(&mut self, frames: &[FrameLoc]) -> std::io::Result<()> {
+        let mut p = vec![T_FRAMES];
+        put_var(&mut p, frames.len() as u64);
+        let (mut addr, mut offset) = (0u64, 0u64);
+        for f in frames {
+            put_var(&mut p, f.addr.wrapping_sub(addr));
+            put_var(&mut p, f.offset.wrapping_sub(offset));
+            put_var(&mut p, u64::from(f.len));
+            addr = f.addr;
+            offset = f.offset;
+        }
+        self.entry(&p)
+    }
+
     /// Writes the footer and syncs the file: the segment is complete.
     pub(crate) fn finish(&mut self, data_end: u64, chunks: u64) -> std::io::Result<()> {
         let mut p = vec![T_FOOTER];
@@ -425,12 +474,26 @@ mod tests {
         w.chunk(&chunk(0, Some(bins())))?;
         w.chunk(&chunk(4096, None))?;
         w.summaries(4096, &bins())?;
+        let frames = [
+            FrameLoc {
+                addr: 0,
+                offset: 16,
+                len: 100,
+            },
+            FrameLoc {
+                addr: 4096,
+                offset: 120,
+                len: 77,
+            },
+        ];
+        w.frames(&frames)?;
         w.finish(8192, 2)?;
         let r = read(dir.path(), 3)?;
         assert_eq!(r.stopped, None);
         assert_eq!(r.chunks, vec![chunk(0, Some(bins())), chunk(4096, None)]);
         assert_eq!(r.summaries_of(&r.chunks[1]), Some(bins()));
         assert_eq!(r.footer, Some((8192, 2)));
+        assert_eq!(r.frames.as_deref(), Some(&frames[..]));
         assert!(read(dir.path(), 4)?.chunks.is_empty());
 
         let mut bytes = fs::read(path(dir.path(), 3))?;

@@ -1,19 +1,33 @@
-//! Read access to segment files, shared by all readers.
+//! Read access to segment files, shared by all readers: version-1 segments
+//! hold chunks at their log addresses, version-2 segments hold compressed
+//! frames (`frame.rs`) found through a per-segment frame list.
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use crate::error::{Error, Result};
+use crate::log::chunk::ChunkHeader;
+use crate::storage::frame::{FrameHeader, FrameLoc};
 use crate::storage::layout::Layout;
 
-/// Opens segment files on demand and reads log addresses from them.
+/// Opens segment files on demand and reads chunks from them.
 pub(crate) struct SegmentFiles {
     dir: PathBuf,
     layout: Layout,
     open: Mutex<HashMap<u64, Arc<File>>>,
+    /// Frames of every version-2 segment, by log address; a segment not
+    /// listed is version 1.
+    frames: RwLock<HashMap<u64, Vec<FrameLoc>>>,
+}
+
+fn locked<T>(r: std::sync::LockResult<T>) -> T {
+    match r {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
+    }
 }
 
 impl SegmentFiles {
@@ -22,14 +36,12 @@ impl SegmentFiles {
             dir,
             layout,
             open: Mutex::new(HashMap::new()),
+            frames: RwLock::new(HashMap::new()),
         }
     }
 
     fn file(&self, index: u64) -> Result<Arc<File>> {
-        let mut open = match self.open.lock() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut open = locked(self.open.lock());
         if let Some(f) = open.get(&index) {
             return Ok(Arc::clone(f));
         }
@@ -41,22 +53,59 @@ impl SegmentFiles {
 
     /// Closes segments below `index` (dropped by retention).
     pub(crate) fn forget_below(&self, index: u64) {
-        let mut open = match self.open.lock() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        open.retain(|&s, _| s >= index);
+        locked(self.open.lock()).retain(|&s, _| s >= index);
+        locked(self.frames.write()).retain(|&s, _| s >= index);
     }
 
-    /// Reads up to `buf.len()` bytes at `addr` (never across a segment end);
-    /// returns how many were read (fewer at the end of the file).
-    pub(crate) fn read_at(&self, addr: u64, buf: &mut [u8]) -> Result<usize> {
+    /// Marks `segment` as version 2 and lists more of its frames (in
+    /// address order, after those already listed).
+    pub(crate) fn add_frames(&self, segment: u64, frames: &[FrameLoc]) {
+        locked(self.frames.write())
+            .entry(segment)
+            .or_default()
+            .extend_from_slice(frames);
+    }
+
+    /// The frames of a version-2 segment, `None` for a version-1 one.
+    pub(crate) fn frames_of(&self, segment: u64) -> Option<Vec<FrameLoc>> {
+        locked(self.frames.read()).get(&segment).cloned()
+    }
+
+    /// Bytes the chunk at `addr` takes in its segment file when that is a
+    /// version-2 one (its padded frame), `None` otherwise.
+    pub(crate) fn stored_len(&self, addr: u64) -> Option<u64> {
+        let seg = self.layout.locate(addr).0;
+        self.frame_at(seg, addr)
+            .flatten()
+            .map(|f| crate::log::chunk::padded(f.len as usize) as u64)
+    }
+
+    /// The length a chunk's header declares, read from a version-1
+    /// segment (for stores whose index files predate chunk lengths).
+    pub(crate) fn raw_chunk_len(&self, addr: u64) -> Option<u32> {
         let (seg, off) = self.layout.locate(addr);
-        let max = (self.layout.segment_size - off).min(buf.len() as u64) as usize;
+        let mut h = [0u8; 8];
+        let n = self.read_file(seg, off, &mut h).ok()?;
+        (n == 8).then(|| u32::from_le_bytes([h[4], h[5], h[6], h[7]]))
+    }
+
+    fn frame_at(&self, segment: u64, addr: u64) -> Option<Option<FrameLoc>> {
+        let frames = locked(self.frames.read());
+        let list = frames.get(&segment)?;
+        Some(
+            list.binary_search_by_key(&addr, |f| f.addr)
+                .ok()
+                .map(|i| list[i]),
+        )
+    }
+
+    /// Reads up to `buf.len()` bytes at file offset `off` of `seg`; returns
+    /// how many were read (fewer at the end of the file).
+    fn read_file(&self, seg: u64, off: u64, buf: &mut [u8]) -> Result<usize> {
         let f = self.file(seg)?;
         let mut done = 0;
-        while done < max {
-            match f.read_at(&mut buf[done..max], off + done as u64) {
+        while done < buf.len() {
+            match f.read_at(&mut buf[done..], off + done as u64) {
                 Ok(0) => break,
                 Ok(n) => done += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -64,5 +113,49 @@ impl SegmentFiles {
             }
         }
         Ok(done)
+    }
+
+    /// The chunk at log address `addr` (header and payload, as in a block),
+    /// checksums verified, decompressed from a version-2 segment.
+    pub(crate) fn read_chunk(&self, addr: u64) -> Result<Vec<u8>> {
+        let (seg, off) = self.layout.locate(addr);
+        let cs = self.layout.chunk_size;
+        match self.frame_at(seg, addr) {
+            Some(None) => Err(Error::corrupted(addr, "no chunk at this address on disk")),
+            Some(Some(loc)) => {
+                let mut buf = vec![0u8; loc.len as usize];
+                let n = self.read_file(seg, loc.offset, &mut buf)?;
+                buf.truncate(n);
+                let h = match FrameHeader::read(&buf, cs) {
+                    Ok(Some(h)) if h.addr == addr => h,
+                    Ok(Some(h)) => {
+                        let why = format!("the frame at this offset holds address {}", h.addr);
+                        return Err(Error::corrupted(addr, why));
+                    }
+                    Ok(None) => return Err(Error::corrupted(addr, "zeros where a frame was")),
+                    Err(reason) => return Err(Error::corrupted(addr, reason)),
+                };
+                h.verify(&buf).map_err(|r| Error::corrupted(addr, r))?;
+                h.decode(&buf).map_err(|r| Error::corrupted(addr, r))
+            }
+            None => {
+                let max = (self.layout.segment_size - off).min(cs as u64) as usize;
+                let mut buf = vec![0u8; max];
+                let n = self.read_file(seg, off, &mut buf)?;
+                buf.truncate(n);
+                let header = match ChunkHeader::read(&buf) {
+                    Ok(Some(h)) => h,
+                    Ok(None) => {
+                        return Err(Error::corrupted(addr, "no chunk at this address on disk"))
+                    }
+                    Err(reason) => return Err(Error::corrupted(addr, reason)),
+                };
+                header
+                    .verify(&buf, cs)
+                    .map_err(|reason| Error::corrupted(addr, reason))?;
+                buf.truncate(header.len as usize);
+                Ok(buf)
+            }
+        }
     }
 }

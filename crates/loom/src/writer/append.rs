@@ -105,6 +105,7 @@ impl Writer {
             last_ts: s.prev_ts,
             first_seq: s.seq - u64::from(s.count),
             count: s.count,
+            len: len as u32,
         });
         s.newest_chunk = addr;
         s.count = 0;

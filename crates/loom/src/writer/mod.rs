@@ -67,6 +67,19 @@ pub struct WriterStats {
     pub segments_dropped: u64,
     /// Bytes of segment files dropped by retention.
     pub bytes_dropped: u64,
+    /// Chunks the flusher wrote to disk (as compressed frames).
+    pub chunks_written: u64,
+    /// Of those, chunks stored uncompressed: compressing did not make them
+    /// smaller, compression is off, or it was not keeping up (those also
+    /// counted in `chunks_raw_to_keep_up`).
+    pub chunks_stored_raw: u64,
+    /// Of those, chunks stored uncompressed because compression was not
+    /// keeping up with ingest (see `Config::store_raw_when_queued`).
+    pub chunks_raw_to_keep_up: u64,
+    /// Bytes of the written chunks before compression.
+    pub chunk_bytes_written: u64,
+    /// Bytes their frames take in segment files.
+    pub frame_bytes_written: u64,
 }
 
 /// What the writer knows of one source.
@@ -174,7 +187,15 @@ impl Writer {
 
     /// Counters since open.
     pub fn stats(&self) -> WriterStats {
-        self.stats
+        let f = &self.flusher.status;
+        WriterStats {
+            chunks_written: f.chunks_written.load(Ordering::Relaxed),
+            chunks_stored_raw: f.chunks_stored_raw.load(Ordering::Relaxed),
+            chunks_raw_to_keep_up: f.chunks_raw_to_keep_up.load(Ordering::Relaxed),
+            chunk_bytes_written: f.chunk_bytes.load(Ordering::Relaxed),
+            frame_bytes_written: f.frame_bytes.load(Ordering::Relaxed),
+            ..self.stats
+        }
     }
 
     /// Largest record `push` accepts with this store's chunk size.

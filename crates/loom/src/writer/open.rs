@@ -88,6 +88,7 @@ pub(crate) fn replay(
             last_ts: c.header.last_ts,
             first_seq: s.seq,
             count: c.header.count,
+            len: c.header.len,
         });
         s.seq += u64::from(c.header.count);
         s.prev_ts = c.header.last_ts;
@@ -172,6 +173,15 @@ fn start_indexer(
     Ok(indexer)
 }
 
+/// Segment file access with the recovered frame lists installed.
+fn segment_files(dir: &Path, layout: Layout, recovered: &mut Recovered) -> Arc<SegmentFiles> {
+    let files = SegmentFiles::new(dir.to_path_buf(), layout);
+    for (seg, frames) in recovered.frames.drain(..) {
+        files.add_frames(seg, &frames);
+    }
+    Arc::new(files)
+}
+
 fn log_recovery(dir: &Path, r: &Recovered, sources: usize) {
     if r.report.chunks > 0 || r.report.lost_anything() {
         log::info!(
@@ -201,7 +211,13 @@ pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
     let layout = Layout::load_or_store(dir, Layout::from_config(&config))?;
     let catalog = catalog::load(dir)?;
     let mut recovered = recovery::recover(dir, layout, Mode::Repair, config.verify_on_open)?;
-    let files = Arc::new(SegmentFiles::new(dir.to_path_buf(), layout));
+    let files = segment_files(dir, layout, &mut recovered);
+    let end = recovered.end;
+    // The writer never appends to a recovered segment (a compressed file
+    // is only ever appended by the run that started it): it resumes at the
+    // next segment, leaving the rest of the last one's addresses unused.
+    let end_segment = (end > 0).then(|| (end - 1) / layout.segment_size);
+    let block_base = end_segment.map_or(0, |s| (s + 1) * layout.segment_size);
     let flusher = Flusher::start(FlusherConfig {
         dir: dir.to_path_buf(),
         layout,
@@ -209,16 +225,16 @@ pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
         sync_data: config.sync_data,
         sync_interval: Duration::from_millis(config.sync_interval_ms),
         retry_interval: Duration::from_millis(config.write_retry_ms),
+        files: Arc::clone(&files),
+        compression: config.compression_level,
+        start: block_base,
+        hurry_at: config.store_raw_when_queued,
     });
     if flusher.thread.is_none() {
         return Err(Error::FlushFailed(
             "the flusher thread could not start".into(),
         ));
     }
-    let bs = layout.block_size as u64;
-    let end = recovered.end;
-    let block_base = end.div_ceil(bs) * bs;
-    let end_segment = (end > 0).then(|| (end - 1) / layout.segment_size);
     let chunks_in_end_segment = end_segment.map_or(0, |seg| {
         let base = seg * layout.segment_size;
         recovered.chunks.iter().filter(|c| c.addr >= base).count() as u64
@@ -227,8 +243,7 @@ pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
     log_recovery(dir, &recovered, replayed.sources.len());
     let mut msgs = replayed.index_msgs;
     // The writer resumes in a new segment: the recovered last one is complete.
-    let resumes_in_new = end_segment.is_some_and(|s| block_base / layout.segment_size != s);
-    if let (Some(seg), true) = (end_segment, resumes_in_new) {
+    if let Some(seg) = end_segment {
         // Recovered bytes are on disk already: no flusher job to wait for.
         msgs.push(IndexMsg::SegmentDone {
             segment: seg,
@@ -251,7 +266,7 @@ pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
         .segments
         .first()
         .map_or(0, |s| s.index * layout.segment_size);
-    let empty = Arc::new(Published::empty(Arc::clone(&files), layout.chunk_size));
+    let empty = Arc::new(Published::empty(Arc::clone(&files)));
     let shared = Arc::new(Shared {
         snapshot: ArcSwap::new(Arc::clone(&empty)),
         durable: ArcSwap::new(empty),
@@ -286,11 +301,7 @@ pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
         report: recovered.report,
         segments: recovered.segments.into_iter().collect(),
         retained_from,
-        seg_chunks: if resumes_in_new {
-            0
-        } else {
-            chunks_in_end_segment
-        },
+        seg_chunks: 0,
         last_chunk_end: end,
         closing: false,
         closed: false,
@@ -316,7 +327,7 @@ pub fn open_read_only(dir: &Path) -> Result<Reader> {
     })?;
     let catalog = catalog::load(dir)?;
     let mut recovered = recovery::recover(dir, layout, Mode::ReadOnly, false)?;
-    let files = Arc::new(SegmentFiles::new(dir.to_path_buf(), layout));
+    let files = segment_files(dir, layout, &mut recovered);
     let replayed = replay(&mut recovered, &catalog, layout.chunk_size);
     log_recovery(dir, &recovered, replayed.sources.len());
     let indexer = start_indexer(&files, layout, None, replayed.index_msgs)?;
@@ -325,14 +336,8 @@ pub fn open_read_only(dir: &Path) -> Result<Reader> {
         .first()
         .map_or(0, |s| s.index * layout.segment_size);
     let ids = Arc::new(replayed.ids);
-    let published = super::publish::published(
-        &replayed.sources,
-        &ids,
-        Vec::new(),
-        &files,
-        layout.chunk_size,
-        retained_from,
-    );
+    let published =
+        super::publish::published(&replayed.sources, &ids, Vec::new(), &files, retained_from);
     let published = Arc::new(published);
     let shared = Arc::new(Shared {
         snapshot: ArcSwap::new(Arc::clone(&published)),

@@ -18,7 +18,6 @@ pub(crate) fn published(
     ids: &Arc<HashMap<SourceId, usize>>,
     blocks: Vec<(u64, SlabView<u8>)>,
     files: &Arc<SegmentFiles>,
-    chunk_size: usize,
     retained_from: u64,
 ) -> Published {
     let sources = sources
@@ -41,7 +40,6 @@ pub(crate) fn published(
         sources,
         blocks,
         files: Arc::clone(files),
-        chunk_size,
         retained_from,
     }
 }
@@ -61,7 +59,6 @@ impl Writer {
             &self.ids,
             blocks,
             &self.files,
-            self.layout.chunk_size,
             self.retained_from,
         )));
     }

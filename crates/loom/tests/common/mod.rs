@@ -1,6 +1,8 @@
 //! Brute-force model of a store, shared by the behaviour tests.
 #![allow(dead_code)]
 
+pub mod v1_fixture;
+
 use loom::{Aggregate, Config, FlushMode, RangeIndexSpec, SourceId};
 
 /// Value of a test record: its first 8 bytes, little-endian (0 if shorter).

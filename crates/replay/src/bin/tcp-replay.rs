@@ -4,11 +4,13 @@
 //! where `g` and `r` are the batches and records sent during second `i` and
 //! `b` is how far behind schedule the last batch was sent, in ms.
 
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use clap::Parser;
+use endpoint::{ClientStream, ClientTls};
 use replay::tcp::{connect_with_retry, run, EndReason, ReplayConfig};
 
 #[derive(Parser)]
@@ -41,6 +43,29 @@ struct Cli {
     /// Give up if the endpoint does not accept within this many seconds.
     #[arg(long, default_value_t = 300.0)]
     connect_timeout_s: f64,
+    /// Speak TLS, trusting the CA certificates in this PEM file (the
+    /// endpoint runs with --tls-cert/--tls-key).
+    #[arg(long, value_name = "FILE")]
+    tls_ca: Option<PathBuf>,
+    /// The name the endpoint's certificate must carry (default: the host
+    /// part of --addr).
+    #[arg(long, value_name = "NAME", requires = "tls_ca")]
+    tls_server_name: Option<String>,
+}
+
+/// The host part of `HOST:PORT` or `[V6]:PORT`.
+fn host_of(addr: &str) -> &str {
+    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+    host.trim_start_matches('[').trim_end_matches(']')
+}
+
+/// Wraps the connection in TLS when --tls-ca asks for it.
+fn secure(tls: &Option<(ClientTls, String)>, tcp: TcpStream) -> Result<ClientStream, String> {
+    let Some((tls, name)) = tls else {
+        return Ok(ClientStream::Plain(tcp));
+    };
+    let s = tls.connect(tcp, name).map_err(|e| e.to_string())?;
+    Ok(s.into())
 }
 
 fn main() {
@@ -52,6 +77,23 @@ fn main() {
         );
         std::process::exit(2);
     }
+    // The CA file is read before connecting, so a bad one fails at once.
+    let tls = match &cli.tls_ca {
+        None => None,
+        Some(ca) => match ClientTls::from_ca_file(ca) {
+            Ok(t) => {
+                let name = cli
+                    .tls_server_name
+                    .clone()
+                    .unwrap_or_else(|| host_of(&cli.addr).to_string());
+                Some((t, name))
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                std::process::exit(1);
+            }
+        },
+    };
     let cfg = ReplayConfig {
         file_path: cli.file_path,
         addr: cli.addr,
@@ -91,9 +133,17 @@ fn main() {
             std::process::exit(1);
         }
     };
+    let stream = match secure(&tls, stream) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
+    };
     println!(
-        "connected to {}; replaying {} at speed {}{}",
+        "connected to {}{}; replaying {} at speed {}{}",
         cfg.addr,
+        if tls.is_some() { " (TLS)" } else { "" },
         cfg.file_path.display(),
         cfg.speed,
         if cfg.no_wait { " (no wait)" } else { "" }
@@ -132,5 +182,17 @@ fn main() {
             eprintln!("error: {e}");
             std::process::exit(1);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_of;
+
+    #[test]
+    fn the_server_name_defaults_to_the_host_of_the_address() {
+        assert_eq!(host_of("loom.example:7878"), "loom.example");
+        assert_eq!(host_of("127.0.0.1:7878"), "127.0.0.1");
+        assert_eq!(host_of("[::1]:7878"), "::1");
     }
 }
