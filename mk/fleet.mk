@@ -33,7 +33,7 @@ fleet-export-bench: deps
 
 fleet-query-bench: deps
 	$(CARGO) build --release -p export --example export-bench
-	$(CARGO) build --release -p loom-cli
+	$(CARGO) build --release -p loom-cli -p fleet
 	test -x $(FLEET_PY) || $(CARGO) test --release -p export --test s3
 	mkdir -p $(EVAL_OUT)
 	rm -rf $(FLEET_TREE)

@@ -9,8 +9,8 @@
 //!   as Parquet (hive layout) to a directory or an S3 bucket, resuming
 //!   where the last export to that target stopped (crate `export`).
 //! - `loom fleet query --from URL 'SQL'` answers SQL over such a tree (every
-//!   host's files) with DataFusion (crate `fleet`; cargo feature `fleet`,
-//!   on by default).
+//!   host's files) with DataFusion: it runs the `loom-fleet` binary (crate
+//!   `fleet`), where DataFusion is built once.
 
 mod info;
 mod render;
@@ -234,20 +234,28 @@ fn export_store(
     Ok(())
 }
 
-#[cfg(feature = "fleet")]
+/// `loom fleet query`: execs `loom-fleet` (crate `fleet`, DataFusion), the
+/// binary beside this one or else on `PATH`, so that DataFusion is built
+/// once into one binary and `loom` stays small.
 fn fleet_query(from: &str, format: Format, sql: &str) -> anyhow::Result<()> {
-    let f = fleet::Fleet::open(from)?;
-    let batches = f.query(sql)?;
-    let out = match format {
-        Format::Table => fleet::render::table(&batches),
-        Format::Csv => fleet::render::csv(&batches),
-        Format::Json => serde_json::to_string_pretty(&fleet::render::json(&batches))? + "\n",
+    use std::os::unix::process::CommandExt;
+    let beside = std::env::current_exe()
+        .ok()
+        .map(|e| e.with_file_name("loom-fleet"))
+        .filter(|p| p.exists());
+    let bin = beside.unwrap_or_else(|| PathBuf::from("loom-fleet"));
+    let format = match format {
+        Format::Table => "table",
+        Format::Csv => "csv",
+        Format::Json => "json",
     };
-    print!("{out}");
-    Ok(())
-}
-
-#[cfg(not(feature = "fleet"))]
-fn fleet_query(_: &str, _: Format, _: &str) -> anyhow::Result<()> {
-    anyhow::bail!("this `loom` was built without fleet queries: cargo build --release -p loom-cli --features fleet")
+    let err = std::process::Command::new(&bin)
+        .args(["query", "--from", from, "--format", format, "--", sql])
+        .exec();
+    if err.kind() == std::io::ErrorKind::NotFound {
+        anyhow::bail!(
+            "loom fleet query runs the loom-fleet binary (DataFusion), found neither beside loom nor on PATH: cargo build --release -p fleet"
+        );
+    }
+    Err(err).with_context(|| format!("running {}", bin.display()))
 }

@@ -1,11 +1,15 @@
 //! Three loom-app processes stand for three hosts (own `--host`, store and
 //! synthetic recording) and export continuously to one S3 bucket (moto on
-//! loopback). Fleet answers — DuckDB and PySpark over a copy of the bucket,
-//! each in its own SQL — equal brute force over the three recordings and
-//! each host's own InfluxQL answer. Then: SIGKILL during export and
-//! restart (Parquet counts == store counts), and the object store down for
-//! a while (ingest goes on, export catches up). (`loom fleet query`, with
-//! DataFusion, is checked in `apps/loom-cli/tests/export_fleet.rs`.)
+//! loopback). Fleet answers — `loom fleet query` (DataFusion) over the
+//! bucket, DuckDB and PySpark over a copy of it, each in its own SQL —
+//! equal brute force over the three recordings and each host's own
+//! InfluxQL answer. Freshness: a record is in fleet answers within
+//! `--export-interval-s` + 5 s of being durable. Then: SIGKILL during
+//! export and restart (Parquet counts == store counts), and the object
+//! store down for a while (ingest goes on, export catches up).
+//!
+//! Needs `loom-app`, `loom` and `loom-fleet` built beside the test
+//! (`make test` builds every binary first).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -57,19 +61,56 @@ impl App {
     }
 }
 
-fn loom_app() -> PathBuf {
+/// A binary of the workspace beside the test (`package` builds it).
+fn bin(name: &str, package: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test exe");
     let p = exe
         .parent()
         .and_then(Path::parent)
         .expect("target dir")
-        .join("loom-app");
+        .join(name);
     assert!(
         p.exists(),
-        "{} missing: cargo build --release -p loom-app",
+        "{} missing: cargo build --release -p {package}",
         p.display()
     );
     p
+}
+
+fn loom_app() -> PathBuf {
+    bin("loom-app", "loom-app")
+}
+
+/// `loom fleet query --format csv` over the bucket (DataFusion in
+/// `loom-fleet`): the CSV's rows after the header.
+fn fleet_query(env: &[(&str, String)], sql: &str) -> Vec<Vec<String>> {
+    bin("loom-fleet", "fleet");
+    let o = Command::new(bin("loom", "loom-cli"))
+        .args(["fleet", "query", "--from", URL, "--format", "csv", sql])
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()
+        .expect("run loom fleet query");
+    assert!(
+        o.status.success(),
+        "loom fleet query: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect()
+}
+
+/// The window's pread64 count, max and p99.99 per `group` (an SQL
+/// expression) in DataFusion's SQL, with `percentile()` (InfluxDB's rank).
+fn fleet_sql(group: &str) -> String {
+    format!(
+        "SELECT {group} AS g, count(*) AS n, max(duration_us) AS mx, \
+         percentile(duration_us, 99.99) AS p FROM syscall \
+         WHERE name = 'pread64' AND CAST(time AS BIGINT) BETWEEN {W0} AND {W1} \
+         GROUP BY {group} ORDER BY g"
+    )
 }
 
 fn start(store: &Path, host: &str, offset: u64, env: &[(&str, String)]) -> App {
@@ -313,6 +354,27 @@ fn three_hosts_export_to_one_bucket_and_fleet_answers_are_exact() {
     }
     all.sort_unstable();
     let fleet_want = vec![all.len() as u64, *all.last().expect("records"), p9999(&all)];
+    let env = moto.env();
+    let nums =
+        |r: &[String]| -> Vec<u64> { r[1..].iter().map(|c| c.parse().expect("number")).collect() };
+    let got = fleet_query(&env, &fleet_sql("'all'"));
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(nums(&got[0]), fleet_want, "loom fleet query fleet-wide");
+    let got = fleet_query(&env, &fleet_sql("host"));
+    assert_eq!(got.len(), hosts.len(), "{got:?}");
+    for (i, h) in hosts.iter().enumerate() {
+        let t = &truths[i];
+        assert_eq!(got[i][0], *h);
+        assert_eq!(
+            nums(&got[i]),
+            vec![
+                t.pread.len() as u64,
+                *t.pread.last().expect("pread64"),
+                p9999(&t.pread)
+            ],
+            "loom fleet query {h}"
+        );
+    }
     let copy = dir.path().join("copy");
     moto.download(BUCKET, "tree", &copy);
     for engine in ["duckdb", "spark"] {
@@ -341,6 +403,65 @@ fn three_hosts_export_to_one_bucket_and_fleet_answers_are_exact() {
             );
         }
     }
+
+    // Freshness: records replayed now are in fleet answers within
+    // --export-interval-s (1) + 5 s of being durable. Stored (the host's
+    // own InfluxQL sees them) is at most one persist interval (0.2 s)
+    // before durable, so timing from stored is the stricter bound.
+    let rec3 = dir.path().join("host-3-fresh.rec");
+    let cfg = GenConfig {
+        phase: Phase::P2,
+        duration_s: 1.0,
+        rate: 1_000.0,
+        seed: 9,
+        ..GenConfig::default()
+    };
+    generate_file(&cfg, &rec3).expect("generate");
+    let fresh = truth(&rec3, 0).total;
+    let count_sql = "SELECT count(*) FROM syscall WHERE host = 'host-3'";
+    let kv_sql = "SELECT count(*) FROM kv WHERE host = 'host-3'";
+    let fleet_count = || -> u64 {
+        [count_sql, kv_sql]
+            .iter()
+            .map(|q| fleet_query(&env, q)[0][0].parse::<u64>().expect("count"))
+            .sum()
+    };
+    let before = fleet_count();
+    assert_eq!(before, truths[2].total);
+    // Restarted with its event times 20 s on (older ones would be refused
+    // as late): the store and its export resume.
+    let (app3, env3) = apps.remove(2);
+    drop(app3);
+    let app3 = start(
+        &dir.path().join("host-3"),
+        "host-3",
+        OFF + 20_000_000,
+        &env3,
+    );
+    app3.wait_for("exporting to ");
+    replay_into(&rec3, &app3.tcp);
+    let end = Instant::now() + Duration::from_secs(30);
+    while stored(&app3.http) < truths[2].total + fresh {
+        assert!(
+            Instant::now() < end,
+            "host-3 did not store the fresh records"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let t_stored = Instant::now();
+    while fleet_count() < truths[2].total + fresh {
+        assert!(
+            t_stored.elapsed() < Duration::from_secs(1 + 5),
+            "freshness: not in fleet answers {:?} after stored",
+            t_stored.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!(
+        "FRESHNESS export_interval_s=1 stored_to_fleet_visible_s={:.2}",
+        t_stored.elapsed().as_secs_f64()
+    );
+    drop(app3);
 
     // SIGKILL during export, restart: Parquet holds exactly what the store holds.
     let (app1, env1) = apps.remove(0);
