@@ -21,9 +21,9 @@ pub enum Error {
         location: String,
         /// The target, as given.
         target: String,
-        /// The object store's error.
+        /// The object store's error (boxed: it is large).
         #[source]
-        source: object_store::Error,
+        source: Box<object_store::Error>,
     },
     /// The target answered, but not in a way that lets export go on
     /// (missing bucket, missing credentials, full disk).

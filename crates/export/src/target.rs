@@ -123,7 +123,7 @@ impl Target {
             .block_on(self.store.list_with_delimiter(Some(&self.prefix)));
         match r {
             Ok(_) => Ok(()),
-            Err(e) => Err(self.classify("listing", &self.prefix.to_string(), e)),
+            Err(e) => Err(self.classify("listing", self.prefix.as_ref(), e)),
         }
     }
 
@@ -192,7 +192,7 @@ impl Target {
                 op,
                 location: rel.to_string(),
                 target: self.url.clone(),
-                source: e,
+                source: Box::new(e),
             },
         }
     }
