@@ -96,7 +96,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         x ^= x << 17;
         // 2 M records per second of data time; a long tail of latencies.
         let ts = t0 + i / 2;
-        let dur = if x.is_multiple_of(1000) { x % 100_000 } else { x % 300 };
+        let dur = if x.is_multiple_of(1000) {
+            x % 100_000
+        } else {
+            x % 300
+        };
         b.start(24);
         b.u32(0, (x >> 40) as u32 % 64);
         b.u32(4, (x >> 20) as u32 % 512);

@@ -23,7 +23,6 @@ use loom::FieldType;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
-use parquet::schema::types::ColumnPath;
 
 use crate::error::{Error, Result};
 use crate::series::{Series, Values};
@@ -252,18 +251,7 @@ fn nulls_ok(n: &Option<NullBuffer>, row: usize) -> bool {
 /// sorting columns recorded (tags then time).
 pub(crate) fn encode(batch: &RecordBatch, enc: Encoding, name: &str) -> Result<Vec<u8>> {
     let level = ZstdLevel::try_new(enc.zstd_level).map_err(|e| encode_err(name, e))?;
-    // Dictionary pages only for text (tags, string fields): for times and
-    // numbers the writer would intern every value and mostly fall back to
-    // plain encoding past the dictionary's size limit; that interning was
-    // the largest share of the export's CPU time, and zstd takes the
-    // repeats out of plain pages anyway.
-    let mut props = WriterProperties::builder().set_dictionary_enabled(false);
-    for f in batch.schema().fields() {
-        if matches!(f.data_type(), DataType::Dictionary(..) | DataType::Utf8) {
-            props = props.set_column_dictionary_enabled(ColumnPath::from(f.name().as_str()), true);
-        }
-    }
-    let props = props
+    let props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(level))
         .set_statistics_enabled(EnabledStatistics::Page)
         .set_max_row_group_size(enc.row_group_rows.max(1))
