@@ -7,8 +7,8 @@
 
 mod ablation;
 mod aggregate;
-pub(crate) mod percentile;
 mod log_scan;
+pub(crate) mod percentile;
 mod range_scan;
 
 pub use ablation::{CountResult, IndexMode};
