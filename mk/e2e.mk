@@ -47,7 +47,7 @@ E2E_PHASES := rocksdb-p1 rocksdb-p2 rocksdb-p3
 	e2e-mach-app e2e-loom-app ab-mach-app ab-loom-app demo-pipeline
 
 e2e-build:
-	$(CARGO) build --release -p loom-app -p replay
+	$(CARGO_BUILD_ALL)
 
 ab-build: e2e-build
 
@@ -88,7 +88,6 @@ ab-mach-app ab-loom-app: ab-build
 # `make demo` with a synthetic recording (no eBPF, no RocksDB run): loom-app
 # answers the P1/P2 questions twice while the recording is replayed.
 demo-pipeline: e2e-build
-	$(CARGO) build --release -p rocksdb-workload
 	DEMO_SYNTHETIC=1 BIN=$(CARGO_RELEASE_DIR) TMP_DATA_DIR=$(TMP_DATA_DIR) bash scripts/demo.sh
 
 # Highest --speed with zero drops: one fresh loom-app per speed.

@@ -1,5 +1,8 @@
 # Parquet export and fleet questions (docs/fleet.md). Included by the root Makefile.
 #
+#   make fleet-build    # loom-fleet (DataFusion): its own workspace, into target/release/
+#   make fleet-test     # loom-fleet built and linted, then the tests that need it
+#                       #   (three hosts, moto, DuckDB, PySpark); CI runs it after make test
 #   make fleet-export-bench                   # export throughput and size, one core
 #   make fleet-query-bench FLEET_HOSTS=10 FLEET_RECORDS=100000000   # 1 billion rows
 #
@@ -22,19 +25,41 @@ FLEET_RECORDS ?= 25000000
 FLEET_TREE ?= $(TMP_DATA_DIR)/fleet-tree
 FLEET_PY ?= target/fleet-venv/bin/python
 
-.PHONY: fleet-export-bench fleet-query-bench
+FLEET_MANIFEST := crates/fleet/Cargo.toml
+# Into the root target/ (shares arrow/parquet builds where features match;
+# loom-fleet lands beside loom, where `loom fleet query` looks for it).
+FLEET_CARGO_FLAGS := --release --manifest-path $(FLEET_MANIFEST) --target-dir $(CURDIR)/target
+
+.PHONY: fleet-build fleet-lint fleet-test fleet-export-bench fleet-query-bench
+
+# DataFusion is kept out of the root workspace (and so out of `make test`'s
+# one build): loom-fleet is crates/fleet's own workspace.
+fleet-build: deps
+	$(CARGO) build $(FLEET_CARGO_FLAGS) --bin loom-fleet
+
+fleet-lint: deps
+	$(CARGO) fmt --manifest-path $(FLEET_MANIFEST) -- --check
+	$(CARGO) clippy $(FLEET_CARGO_FLAGS) --all-targets -- -D warnings
+
+# The tests that need loom-fleet are #[ignore]d in `make test` and run here,
+# with the binaries of the root workspace's one build (CARGO_BUILD_ALL); the
+# three-host test builds the pinned venv (moto, DuckDB, PySpark) on first use.
+fleet-test: deps fleet-build
+	$(CARGO_BUILD_ALL) 2>&1 | tail -n 1
+	$(CARGO) test $(FLEET_CARGO_FLAGS)
+	cargo test --release --workspace --test three_hosts --test export_fleet -- --ignored
+	$(MAKE) --no-print-directory fleet-lint
 
 fleet-export-bench: deps
-	$(CARGO) build --release -p export --example export-bench
+	$(CARGO_BUILD_ALL) 2>&1 | tail -n 1
 	mkdir -p $(EVAL_OUT) $(TMP_DATA_DIR)
 	$(CARGO_RELEASE_DIR)/examples/export-bench --records $(FLEET_EXPORT_RECORDS) \
 		--dir $(TMP_DATA_DIR)/fleet-export-bench --drop-store | tee $(EVAL_OUT)/fleet-export-bench.log
 	rm -rf $(TMP_DATA_DIR)/fleet-export-bench
 
-fleet-query-bench: deps
-	$(CARGO) build --release -p export --example export-bench
-	$(CARGO) build --release -p loom-cli -p fleet
-	test -x $(FLEET_PY) || $(CARGO) test --release -p export --test s3
+fleet-query-bench: deps fleet-build
+	$(CARGO_BUILD_ALL) 2>&1 | tail -n 1
+	test -x $(FLEET_PY) || cargo test --release --workspace --test s3
 	mkdir -p $(EVAL_OUT)
 	rm -rf $(FLEET_TREE)
 	for i in $$(seq 1 $(FLEET_HOSTS)); do \

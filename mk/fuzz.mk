@@ -20,5 +20,5 @@ FUZZ_FLAGS     = --budget-s $(FUZZ_BUDGET_S) --hang-ms $(FUZZ_HANG_MS) \
 
 .PHONY: fuzz-smoke
 fuzz-smoke:
-	cargo build --release -p fuzz-smoke 2>&1 | tail -n 1
+	$(CARGO_BUILD_ALL) 2>&1 | tail -n 1
 	$(CARGO_RELEASE_DIR)/fuzz-smoke $(FUZZ_FLAGS)

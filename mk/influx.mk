@@ -48,7 +48,7 @@ influxd-stop:
 	bash baselines/influxdb/influxd.sh stop $(INFLUX_DIR)
 
 influx-build:
-	$(CARGO) build --release -p influx-app -p replay
+	$(CARGO_BUILD_ALL)
 
 # Influx-complete: the queue is unbounded, every point is written, then the
 # questions are asked once over [newest-80 s, newest-20 s] of the stored (arrival) time.

@@ -11,6 +11,6 @@ HL_CLIENTS ?= 1
 
 .PHONY: hostile-latency
 hostile-latency:
-	cargo build --release -p influxql --example hostile_latency 2>&1 | tail -n 1
+	$(CARGO_BUILD_ALL) 2>&1 | tail -n 1
 	$(CARGO_RELEASE_DIR)/examples/hostile_latency --records-per-series $(HL_RECORDS) \
 	    --rounds $(HL_ROUNDS) --queries $(HL_QUERIES) --hostile-clients $(HL_CLIENTS)

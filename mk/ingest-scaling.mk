@@ -50,7 +50,7 @@ endef
 .PHONY: is-build is-mach is-loom is-mach-index is-lmdb is-rocksdb is-file is-table is-report is-dd
 
 is-build:
-	cargo build --release -p ingest-scaling
+	$(CARGO_BUILD_ALL)
 
 is-mach is-loom: $(IS_DEP)
 	$(call is_runs,is-mach-$(IS_SIZE),--db loom --data-size $(IS_SIZE))

@@ -32,7 +32,7 @@ OTLP_APP_FLAGS ?=
 
 .PHONY: otlp-bench
 otlp-bench: deps
-	$(CARGO) build --release -p loom-app --bins --example otlp-load 2>&1 | tail -n 1
+	$(CARGO_BUILD_ALL) 2>&1 | tail -n 1
 	mkdir -p $(EVAL_OUT)
 	set -o pipefail; BIN=$(CARGO_RELEASE_DIR) TMP_DATA_DIR=$(TMP_DATA_DIR) OTLP_SPANS=$(OTLP_SPANS) \
 		OTLP_DATA_S=$(OTLP_DATA_S) OTLP_CLIENTS="$(OTLP_CLIENTS)" OTLP_ACKS="$(OTLP_ACKS)" OTLP_INFLUX=$(OTLP_INFLUX) \

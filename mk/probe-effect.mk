@@ -68,7 +68,7 @@ record_flags_p3 := --syscalls --page-cache
 	pe-all $(addprefix record-rocksdb-,$(RECORD_PHASES))
 
 pe-build:
-	$(CARGO) build --release -p rocksdb-workload -p file-writer-app -p loom-app -p influx-app
+	$(CARGO_BUILD_ALL)
 
 # Memory-backed ext4 at RAMDISK_MOUNT (idempotent; falls back to /dev/shm).
 pe-ramdisk:

@@ -9,6 +9,6 @@
 
 .PHONY: storage-bench
 storage-bench:
-	$(CARGO) build --release -p loom-app -p loom-cli -p influx-app -p replay 2>&1 | tail -n 1
+	$(CARGO_BUILD_ALL) 2>&1 | tail -n 1
 	mkdir -p $(EVAL_OUT)
 	set -o pipefail; bash baselines/storage-bench/run.sh 2>&1 | tee $(EVAL_OUT)/storage-bench

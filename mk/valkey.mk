@@ -51,7 +51,7 @@ valkey_pe_flags_both := --syscalls --packets
 	$(addprefix gen-,$(VALKEY_PHASES)) valkey-pe-none valkey-pe-syscalls valkey-pe-both valkey-pe-all
 
 valkey-build:
-	$(CARGO) build --release -p valkey-workload -p loom-app -p replay
+	$(CARGO_BUILD_ALL)
 
 # Live recording of a phase.
 $(addprefix record-,$(VALKEY_PHASES)): record-valkey-%: valkey-build

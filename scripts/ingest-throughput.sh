@@ -34,7 +34,7 @@ STATEMENT=${INGEST_QUERY:-"SELECT max(duration_us), percentile(duration_us, 99.9
 APP_FLAGS=${INGEST_APP_FLAGS:---retention-bytes 3000000000}
 
 for b in loom-app tcp-replay; do
-    [ -x "$BIN/$b" ] || { echo "missing $BIN/$b: cargo build --release -p loom-app -p replay" >&2; exit 1; }
+    [ -x "$BIN/$b" ] || { echo "missing $BIN/$b: make build" >&2; exit 1; }
 done
 [ -f "$REC" ] || { echo "missing recording $REC: make gen-rocksdb-p2 (synthetic) or record-rocksdb-p2" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "missing /usr/bin/time: apt-get install time" >&2; exit 1; }

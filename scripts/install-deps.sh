@@ -47,6 +47,17 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 
+# `make lint` (run by CI before the tests) needs rustfmt and clippy.
+for component in rustfmt clippy; do
+  if ! cargo "${component/rustfmt/fmt}" --version >/dev/null 2>&1; then
+    if command -v rustup >/dev/null 2>&1; then
+      rustup component add "$component" >/dev/null && echo "install-deps: added the $component component"
+    else
+      echo "install-deps: cargo ${component/rustfmt/fmt} is missing and rustup is not here to add it" >&2
+    fi
+  fi
+done
+
 # The influxdb package starts a system-wide influxd on :8086 where systemd
 # runs; the baseline starts its own (make influxd, loopback, its own data), so
 # the packaged service is stopped and kept from starting at boot.

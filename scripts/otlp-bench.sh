@@ -30,7 +30,7 @@ INFLUX_DIR=${INFLUX_DIR:-${TMP_DATA_DIR:-tmp-data}/influxdb}
 mkdir -p "$TMP"
 
 for b in loom-app examples/otlp-load; do
-  [ -x "$BIN/$b" ] || { echo "otlp-bench: $BIN/$b missing: cargo build --release -p loom-app --bins --example otlp-load" >&2; exit 1; }
+  [ -x "$BIN/$b" ] || { echo "otlp-bench: $BIN/$b missing: make build" >&2; exit 1; }
 done
 
 app_pid=""

@@ -9,7 +9,7 @@
 use influxql::fuzz::{encode_request, TOKEN};
 use influxql::parse::MAX_DEPTH;
 
-use replay::rng::SplitMix64;
+use replay::SplitMix64;
 
 /// Names of the fixture store, a few unknown ones and quoted oddities.
 const IDENTS: [&str; 14] = [
@@ -124,6 +124,23 @@ fn comparison(rng: &mut SplitMix64) -> String {
         let op = pick(rng, &[">", "<", ">=", "<="]);
         return format!("time {op} now() - {}s", rng.index(500));
     }
+    if rng.one_in(4) {
+        let op = pick(rng, &["=~", "!~"]);
+        let re = pick(
+            rng,
+            &[
+                "/^(db-1|db-3)$/",
+                "/read/",
+                "/^$/",
+                "/a\\/b/",
+                "/(a+)+$/",
+                "/[/",
+                "/x{1000}{1000}/",
+                "/unterminated",
+            ],
+        );
+        return format!("{} {op} {re}", pick(rng, &IDENTS));
+    }
     let op = pick(rng, &["=", "!=", "<>", "<", "<=", ">", ">="]);
     format!("{} {op} {}", operand(rng), operand(rng))
 }
@@ -187,7 +204,44 @@ fn projection(rng: &mut SplitMix64) -> String {
             format!("max({}{field}{})", "max(".repeat(k), ")".repeat(k))
         }
         7 => "count(*)".to_string(),
-        _ => format!("{}({field})", pick(rng, &["count", "max", "mean"])),
+        8 => format!(
+            "{}({field}) {} {}",
+            pick(rng, &["max", "mean", "first", "last", "spread"]),
+            pick(rng, &["/", "*", "-", "+"]),
+            if rng.one_in(2) {
+                number(rng)
+            } else {
+                format!("(mean({field}) - {})", number(rng))
+            }
+        ),
+        9 => format!(
+            "{}({}({field}){})",
+            pick(
+                rng,
+                &[
+                    "derivative",
+                    "non_negative_derivative",
+                    "difference",
+                    "cumulative_sum",
+                    "moving_average",
+                    "elapsed",
+                    "count"
+                ]
+            ),
+            pick(rng, &["mean", "max", "last", "distinct", "count"]),
+            pick(rng, &["", ", 1s", ", 3", ", 10ms"])
+        ),
+        10 => {
+            let k = 1 + rng.index(MAX_DEPTH + 2);
+            format!("{}max({field}){}", "(".repeat(k), ")".repeat(k))
+        }
+        _ => format!(
+            "{}({field})",
+            pick(
+                rng,
+                &["count", "max", "mean", "median", "mode", "stddev", "bottom"]
+            )
+        ),
     };
     if rng.one_in(5) {
         format!("{p} AS {}", pick(rng, &IDENTS))
@@ -211,17 +265,28 @@ pub fn statement(rng: &mut SplitMix64) -> String {
                 "SHOW FIELD KEYS",
                 "SHOW FIELD KEYS FROM sys",
                 "SHOW SERIES",
+                "SHOW SERIES FROM kv WHERE op =~ /re/ LIMIT 3",
+                "SHOW RETENTION POLICIES ON \"loom\"",
+                "SHOW MEASUREMENTS WITH MEASUREMENT =~ /k/ LIMIT 10",
+                "SHOW TAG VALUES FROM kv WITH KEY =~ /o/ WHERE op != 'x' OR op =~ /r/",
+                "SHOW TAG VALUES WITH KEY IN (op, host) LIMIT 2",
+                "SHOW TAG KEYS WHERE host = 'a'",
             ],
         )
         .to_string();
     }
     let n = 1 + rng.index(3);
     let fields: Vec<String> = (0..n).map(|_| projection(rng)).collect();
-    let mut s = format!(
-        "SELECT {} FROM {}",
-        fields.join(", "),
-        pick(rng, &MEASUREMENTS)
-    );
+    let from = if rng.one_in(10) {
+        format!(
+            "(SELECT {} AS m FROM {} GROUP BY time(1s), op)",
+            projection(rng),
+            pick(rng, &MEASUREMENTS)
+        )
+    } else {
+        pick(rng, &MEASUREMENTS).to_string()
+    };
+    let mut s = format!("SELECT {} FROM {from}", fields.join(", "));
     match rng.index(8) {
         0 => {}
         1 => s += &format!(" WHERE {}", deep_condition(rng)),
@@ -233,17 +298,28 @@ pub fn statement(rng: &mut SplitMix64) -> String {
     }
     if rng.one_in(3) {
         s += &format!(
-            " GROUP BY time({}{})",
+            " GROUP BY time({}{}{})",
             1 + rng.index(100),
-            pick(rng, &["s", "ms", "u", "m"])
+            pick(rng, &["s", "ms", "u", "m"]),
+            pick(rng, &["", "", ", 3s", ", -1ms", ", 5ns"])
         );
         if rng.one_in(2) {
-            s += &format!(", {}", pick(rng, &["op", "host", "comm", "*", "nope"]));
+            s += &format!(
+                ", {}",
+                pick(rng, &["op", "host", "comm", "*", "nope", "/o/"])
+            );
         }
         if rng.one_in(2) {
             s += pick(
                 rng,
-                &[" fill(null)", " fill(none)", " fill(previous)", " fill(0)"],
+                &[
+                    " fill(null)",
+                    " fill(none)",
+                    " fill(previous)",
+                    " fill(0)",
+                    " fill(linear)",
+                    " fill(-1.5)",
+                ],
             );
         }
     } else if rng.one_in(4) {

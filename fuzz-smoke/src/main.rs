@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 
-use replay::rng::SplitMix64;
+use replay::SplitMix64;
 use targets::Target;
 
 /// Fuzz every decoder of outside bytes on stable Rust for a time budget.

@@ -4,7 +4,7 @@
 //! not just rejected at the first CRC check but reaches the decoders behind
 //! it.
 
-use replay::rng::SplitMix64;
+use replay::SplitMix64;
 
 /// Values that sit on boundaries of lengths and counts.
 const INTERESTING: [u64; 12] = [
@@ -132,7 +132,7 @@ pub fn reseal_frames(b: &mut [u8]) {
 
 /// Recomputes the header CRC and every batch block CRC of a recording file.
 pub fn reseal_recording(b: &mut [u8]) {
-    use telemetry::recording::{BATCH_MAGIC, RECORDING_MAGIC};
+    use telemetry::{BATCH_MAGIC, RECORDING_MAGIC};
     if b.len() < 16 || b[..8] != RECORDING_MAGIC {
         return;
     }
@@ -160,7 +160,7 @@ pub fn reseal_recording(b: &mut [u8]) {
 pub fn recording_block(arrival_us: u64, count: u32, payload: &[u8]) -> Vec<u8> {
     let compressed = zstd::bulk::compress(payload, 1).unwrap_or_default();
     let mut b = Vec::with_capacity(28 + compressed.len());
-    b.extend_from_slice(&telemetry::recording::BATCH_MAGIC);
+    b.extend_from_slice(&telemetry::BATCH_MAGIC);
     b.extend_from_slice(&arrival_us.to_le_bytes());
     b.extend_from_slice(&count.to_le_bytes());
     b.extend_from_slice(&(payload.len() as u32).to_le_bytes());

@@ -28,7 +28,7 @@ use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, Sta
 use otlp::{Encoding, Signal};
 use prost::Message;
 
-use replay::rng::SplitMix64;
+use replay::SplitMix64;
 
 fn text(rng: &mut SplitMix64) -> String {
     const WORDS: [&str; 8] = ["GET /a", "db", "é\"q\\", "", "x", "kv", "service", "value"];
@@ -318,7 +318,7 @@ mod tests {
         for input in &inputs {
             let h = input[0];
             let body = if h & 8 != 0 {
-                otlp::body::gunzip(&input[1..], 1 << 24).expect("gzip sample")
+                otlp::gunzip(&input[1..], 1 << 24).expect("gzip sample")
             } else {
                 input[1..].to_vec()
             };

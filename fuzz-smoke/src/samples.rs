@@ -8,7 +8,7 @@ use telemetry::{
     Batch, KvOp, KvOpKind, Packet, PageCache, Record, RecordingHeader, RecordingWriter, Syscall,
 };
 
-use replay::rng::SplitMix64;
+use replay::SplitMix64;
 
 /// A random record of a random kind.
 pub fn record(rng: &mut SplitMix64) -> Record {
@@ -154,6 +154,39 @@ pub fn segments(rng: &mut SplitMix64, n: usize) -> Result<Vec<Vec<u8>>> {
         let seg = std::fs::read(dir.path().join(loom::fuzz::FIRST_SEGMENT))
             .context("reading a sample segment")?;
         out.push(seg);
+    }
+    Ok(out)
+}
+
+/// `open_journal` inputs: the journal of open chunks of small stores
+/// written through the engine with `loom::fuzz::segment_config`, persisted
+/// (their chunks younger than the seal age stay open and are journaled)
+/// and left as a crash leaves them, one to three sources, a few records to
+/// a few hundred, some persisted more than once.
+pub fn journals(rng: &mut SplitMix64, n: usize) -> Result<Vec<Vec<u8>>> {
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let dir = tempfile::tempdir().context("temp dir for a sample store")?;
+        let (mut w, _r) = loom::open(dir.path(), loom::fuzz::segment_config())
+            .context("opening a sample store")?;
+        let sources = 1 + rng.index(3);
+        let handles: Vec<_> = (0..sources)
+            .map(|s| w.declare_source(SourceId(s as u64 + 1), None))
+            .collect::<Result<_, _>>()?;
+        let mut ts = vec![0u64; sources];
+        for _ in 0..1 + rng.index(3) {
+            for _ in 0..1 + rng.index(60) {
+                let s = rng.index(sources);
+                ts[s] += rng.index(3000) as u64;
+                let len = [0, 1, 8, 13, 24, 48][rng.index(6)];
+                w.push(handles[s], ts[s], &rng.bytes(len))?;
+            }
+            w.persist().context("persisting a sample store")?;
+        }
+        w.simulate_crash();
+        let journal = std::fs::read(dir.path().join(loom::fuzz::FIRST_JOURNAL))
+            .context("reading a sample journal")?;
+        out.push(journal);
     }
     Ok(out)
 }

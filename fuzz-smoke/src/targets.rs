@@ -11,7 +11,7 @@ use crate::influxql_samples;
 use crate::mutate::{self, mutate};
 use crate::otlp_samples;
 use crate::samples;
-use replay::rng::SplitMix64;
+use replay::SplitMix64;
 
 /// Which decoder a target feeds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,10 +32,12 @@ pub enum Format {
     InfluxqlQuery,
     /// `loom::fuzz::decode_chunk`: one compressed chunk (frame).
     Chunks,
+    /// `loom::fuzz::open_journal`: a store's journal of open chunks.
+    Journal,
 }
 
 /// Names as given on the command line, in run order (the cargo-fuzz names).
-pub const ALL: [(&str, Format); 8] = [
+pub const ALL: [(&str, Format); 9] = [
     ("record_decode", Format::Records),
     ("wire_frame", Format::Frames),
     ("recording_file", Format::Recordings),
@@ -44,6 +46,7 @@ pub const ALL: [(&str, Format); 8] = [
     ("influxql_statement", Format::InfluxqlStatement),
     ("influxql_query", Format::InfluxqlQuery),
     ("decode_chunk", Format::Chunks),
+    ("open_journal", Format::Journal),
 ];
 
 /// Finds a target by name.
@@ -76,6 +79,7 @@ impl Target {
             Format::Chunks => (0..4)
                 .flat_map(|_| loom::fuzz::chunk_samples(rng.next_u64()))
                 .collect(),
+            Format::Journal => samples::journals(rng, 12)?,
         };
         let payloads = samples::payloads(rng, 32)
             .into_iter()
@@ -144,6 +148,7 @@ impl Target {
             // No checksums: protobuf and JSON are decoded as they are.
             Format::Otlp | Format::InfluxqlStatement | Format::InfluxqlQuery => {}
             Format::Chunks => mutate::reseal_chunk(out),
+            Format::Journal => loom::fuzz::reseal_journal(out),
         }
     }
 
@@ -198,7 +203,7 @@ pub fn scratch_dir() -> io::Result<tempfile::TempDir> {
 }
 
 /// The body of `format`'s cargo-fuzz target. `scratch` is an empty
-/// directory, used by the segment target only.
+/// directory, used by the segment and journal targets only.
 pub fn run_body(format: Format, scratch: &Path, input: &[u8]) -> io::Result<()> {
     match format {
         Format::Records => telemetry::fuzz::record_decode(input),
@@ -209,6 +214,7 @@ pub fn run_body(format: Format, scratch: &Path, input: &[u8]) -> io::Result<()> 
         Format::InfluxqlStatement => influxql::fuzz::statement(input),
         Format::InfluxqlQuery => influxql::fuzz::query_request(input),
         Format::Chunks => loom::fuzz::decode_chunk(input),
+        Format::Journal => loom::fuzz::open_journal(scratch, input)?,
     }
     Ok(())
 }

@@ -15,7 +15,8 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use telemetry::{Batch, FrameReader, WireError};
+use telemetry::wire::{encode_control, sender, FrameReader, FrameType, Hello, Incoming, Welcome};
+use telemetry::WireError;
 use thiserror::Error;
 
 /// Buffer in front of the output file.
@@ -93,26 +94,39 @@ impl FileWriter {
     }
 
     /// Reads frames from `stream` until it ends cleanly (`Ok`) or sends a bad
-    /// frame (`Err`, frames before it are kept).
-    pub fn serve_connection<R: Read>(&self, stream: R) -> Result<(), FileWriterError> {
+    /// frame (`Err`, frames before it are kept). Both wire versions: a
+    /// version-2 sender's HELLO is answered with a WELCOME that asks for no
+    /// acknowledgements (the file is written, not made durable per frame),
+    /// and its control frames are kept in the file like data frames, so the
+    /// file is the stream exactly as the sender wrote it.
+    pub fn serve_connection<S: Read + Write>(&self, stream: S) -> Result<(), FileWriterError> {
         let captured = Rc::new(RefCell::new(Vec::new()));
         let mut frames = FrameReader::new(Tee {
             inner: stream,
             captured: captured.clone(),
         });
-        let mut batch = Batch::default();
+        let mut records = Vec::new();
         loop {
             captured.borrow_mut().clear();
-            if !frames.read_into(&mut batch)? {
+            records.clear();
+            let Some(frame) = frames.read_frame_into(&mut records)? else {
                 return Ok(());
-            }
+            };
+            let count = match frame {
+                Incoming::Data(h) => u64::from(h.record_count),
+                Incoming::Control(h, payload) => {
+                    if h.frame_type == FrameType::Hello {
+                        Hello::decode(&payload)?;
+                        welcome(&mut frames.get_mut().inner)?;
+                    }
+                    0
+                }
+            };
             let bytes = captured.borrow();
             self.lock()?
                 .write_all(&bytes)
                 .map_err(io_err("appending to the output"))?;
-            self.received
-                .records
-                .fetch_add(batch.records.len() as u64, Ordering::Relaxed);
+            self.received.records.fetch_add(count, Ordering::Relaxed);
             self.received.batches.fetch_add(1, Ordering::Relaxed);
             self.received
                 .bytes
@@ -155,6 +169,21 @@ impl FileWriter {
     }
 }
 
+/// Answers a HELLO: no acknowledgements, nothing durable yet.
+fn welcome(stream: &mut impl Write) -> Result<(), FileWriterError> {
+    let w = Welcome {
+        durable_seq: 0,
+        flags: 0,
+        receiver: format!("file-writer-app {}", env!("CARGO_PKG_VERSION")),
+    };
+    let mut f = Vec::new();
+    encode_control(FrameType::Welcome, 0, sender::now_us(), &w.encode(), &mut f)?;
+    stream
+        .write_all(&f)
+        .and_then(|()| stream.flush())
+        .map_err(io_err("answering HELLO"))
+}
+
 /// Copies every byte read into `captured`, so a validated frame can be
 /// appended exactly as received.
 struct Tee<R> {
@@ -170,10 +199,50 @@ impl<R: Read> Read for Tee<R> {
     }
 }
 
+impl<W: Write> Write for Tee<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.inner.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use telemetry::{KvOp, KvOpKind, Record};
+    use telemetry::{Batch, KvOp, KvOpKind, Record};
+
+    /// A connection for the tests: reads `input`, keeps what is written.
+    struct Duplex<'a> {
+        input: &'a [u8],
+        written: Vec<u8>,
+    }
+
+    impl Read for Duplex<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.input.read(buf)
+        }
+    }
+
+    impl Write for Duplex<'_> {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.written.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn duplex(input: &[u8]) -> Duplex<'_> {
+        Duplex {
+            input,
+            written: Vec::new(),
+        }
+    }
 
     fn frames(n: usize) -> Vec<u8> {
         let mut out = Vec::new();
@@ -198,7 +267,7 @@ mod tests {
         let path = dir.path().join("out.bin");
         let w = FileWriter::create(&path).expect("create");
         let input = frames(5);
-        w.serve_connection(&input[..]).expect("serve");
+        w.serve_connection(duplex(&input)).expect("serve");
         w.sync().expect("sync");
         assert_eq!(std::fs::read(&path).expect("read"), input);
         assert_eq!(w.received.records.load(Ordering::Relaxed), 5);
@@ -216,7 +285,7 @@ mod tests {
         bad[last] ^= 0xff; // payload corrupted: checksum mismatch
         input.extend_from_slice(&bad);
         input.extend_from_slice(&frames(1));
-        let err = w.serve_connection(&input[..]).expect_err("bad frame");
+        let err = w.serve_connection(duplex(&input)).expect_err("bad frame");
         assert!(
             matches!(
                 err,
@@ -226,5 +295,52 @@ mod tests {
         );
         w.sync().expect("sync");
         assert_eq!(std::fs::read(&path).expect("read"), good);
+    }
+
+    /// A version-2 sender (HELLO, SERIES, DATA) is welcomed without
+    /// acknowledgements and its stream is kept as sent.
+    #[test]
+    fn a_version_2_sender_is_welcomed_and_kept_verbatim() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("out.bin");
+        let w = FileWriter::create(&path).expect("create");
+        let hello = Hello {
+            sender_id: 7,
+            flags: 0,
+            next_seq: 1,
+            token: String::new(),
+            host: "h".into(),
+            agent: "test".into(),
+        };
+        let mut input = Vec::new();
+        encode_control(FrameType::Hello, 0, 1, &hello.encode().unwrap(), &mut input).unwrap();
+        let tags = telemetry::wire::SeriesTags::new(1, &[("comm", "x")]).unwrap();
+        encode_control(FrameType::Series, 0, 1, &tags.encode(), &mut input).unwrap();
+        let mut payload = Vec::new();
+        let rec = Record::KvOp(KvOp {
+            thread_id: 1,
+            op: KvOpKind::Read,
+            start_us: 5,
+            duration_us: 3,
+        });
+        Batch::new(0, vec![rec]).encode_payload_into(&mut payload);
+        telemetry::wire::encode_data_v2(1, 1, 1, 1, &payload, &mut input).unwrap();
+        let mut conn = duplex(&input);
+        if let Err(e) = w.serve_connection(&mut conn) {
+            panic!("serve: {e}");
+        }
+        let mut answers = FrameReader::new(&conn.written[..]);
+        let mut scratch = Vec::new();
+        match answers.read_frame_into(&mut scratch).expect("a frame") {
+            Some(Incoming::Control(h, p)) => {
+                assert_eq!(h.frame_type, FrameType::Welcome);
+                let welcome = Welcome::decode(&p).expect("WELCOME");
+                assert_eq!((welcome.durable_seq, welcome.flags), (0, 0));
+            }
+            other => panic!("expected WELCOME, got {other:?}"),
+        }
+        w.sync().expect("sync");
+        assert_eq!(std::fs::read(&path).expect("read"), input);
+        assert_eq!(w.received.records.load(Ordering::Relaxed), 1);
     }
 }

@@ -91,7 +91,7 @@ fn main() -> ExitCode {
             );
             println!(
                 "{}",
-                telemetry::cpu::exit_line(writer.received.records.load(Ordering::Relaxed))
+                telemetry::cpu_exit_line(writer.received.records.load(Ordering::Relaxed))
             );
             ExitCode::SUCCESS
         }

@@ -9,9 +9,15 @@
 //!   then `Query Latency (<name>): <ms> ms`;
 //! - with `--complete-data`: `Backlog written: ...` once every point is in influxd;
 //! - at exit: `Final: ...` (and `STATS ...` with `--machine-output`), then
-//!   `Endpoint CPU: ...` (telemetry::cpu; influxd's own CPU is not included).
+//!   `Endpoint CPU: ...` (`telemetry::cpu_exit_line`; influxd's own CPU is not included);
+//! - with `--ready-file PATH`, once it listens: `{"pid":…,"tcp":"ip:port"}`
+//!   in PATH (written atomically), so callers can pass port 0.
+//!
+//! The skeleton (Ctrl-C stop flag, report thread, periodic questions, the
+//! ready file) is `endpoint::app`, shared with loom-app.
 
 use std::net::TcpListener;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,7 +25,11 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::Parser;
 
-use endpoint::output::{parse_window, sleep_unless, AnswerLines};
+use endpoint::app::{
+    drop_percent, phase_window, spawn, spawn_periodic, spawn_reporter, write_ready_file, Periodic,
+    Stop,
+};
+use endpoint::output::{parse_window, AnswerLines};
 use influx_app::client::Client;
 use influx_app::counters::Counters;
 use influx_app::ingest::{self, IngestConfig, IngestEnd, TimestampMode};
@@ -87,6 +97,10 @@ struct Cli {
     /// Also print `ANSWER ...`, `STATEMENT ...` and `STATS ...` lines.
     #[arg(long)]
     machine_output: bool,
+    /// Once the telemetry port is bound, write `{"pid":…,"tcp":"ip:port"}`
+    /// here (temporary file, then rename), so callers can pass port 0.
+    #[arg(long, value_name = "PATH")]
+    ready_file: Option<PathBuf>,
     /// Messages the receive queue holds before receivers drop (a message is the frames that
     /// arrived together on one connection, up to 256 KiB) (default mode).
     #[arg(long, default_value_t = Config::default().queue_capacity)]
@@ -95,9 +109,6 @@ struct Cli {
     #[arg(long, default_value_t = telemetry::wire::DEFAULT_MAX_PAYLOAD)]
     max_payload_bytes: usize,
 }
-
-const WINDOW_START_AGO_US: u64 = 80_000_000;
-const WINDOW_END_AGO_US: u64 = 20_000_000;
 
 fn ask(rt: &tokio::runtime::Runtime, client: &Client, q: Query, t0: u64, t1: u64, machine: bool) {
     match rt.block_on(queries::run(client, q, t0, t1)) {
@@ -122,28 +133,48 @@ fn ask(rt: &tokio::runtime::Runtime, client: &Client, q: Query, t0: u64, t1: u64
     }
 }
 
+impl Cli {
+    /// Checks the relations clap cannot express.
+    fn validate(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.report_interval_s > 0.0,
+            "--report-interval-s must be positive"
+        );
+        anyhow::ensure!(
+            self.query_interval_s > 0.0,
+            "--query-interval-s must be positive"
+        );
+        anyhow::ensure!(self.queue_capacity > 0, "--queue-capacity must be positive");
+        anyhow::ensure!(self.batch_size > 0, "--batch-size must be positive");
+        anyhow::ensure!(
+            self.influx_connections > 0,
+            "--influx-connections must be positive"
+        );
+        anyhow::ensure!(
+            self.event_offset_us.is_none() || self.timestamps == TimestampMode::Event,
+            "--event-offset-us applies to --timestamps event only"
+        );
+        Ok(())
+    }
+
+    /// Questions asked periodically (or once after the backlog with
+    /// `--complete-data`): all but the probe-effect one.
+    fn periodic(&self) -> Vec<Query> {
+        self.query
+            .iter()
+            .copied()
+            .filter(|q| *q != Query::ProbeEffect)
+            .collect()
+    }
+}
+
 fn main() -> anyhow::Result<()> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let cli = Cli::parse();
-    anyhow::ensure!(
-        cli.report_interval_s > 0.0,
-        "--report-interval-s must be positive"
-    );
-    anyhow::ensure!(
-        cli.query_interval_s > 0.0,
-        "--query-interval-s must be positive"
-    );
-    anyhow::ensure!(cli.queue_capacity > 0, "--queue-capacity must be positive");
-    anyhow::ensure!(cli.batch_size > 0, "--batch-size must be positive");
-    anyhow::ensure!(
-        cli.influx_connections > 0,
-        "--influx-connections must be positive"
-    );
-    anyhow::ensure!(
-        cli.event_offset_us.is_none() || cli.timestamps == TimestampMode::Event,
-        "--event-offset-us applies to --timestamps event only"
-    );
+    cli.validate()?;
     let cfg = Config::default();
+    let stop = Stop::new();
+    stop.on_ctrl_c().context("installing the Ctrl-C handler")?;
 
     let rt = Arc::new(
         tokio::runtime::Builder::new_multi_thread()
@@ -164,48 +195,10 @@ fn main() -> anyhow::Result<()> {
         );
     }
 
-    let listener =
-        TcpListener::bind(&cli.addr).with_context(|| format!("listening on {}", cli.addr))?;
-    println!(
-        "influx-app listening on {}, influxd {} db {}, {} connections, batch {} points, {}, queries {:?}, timestamps {:?}",
-        listener.local_addr().map(|a| a.to_string()).unwrap_or_default(),
-        cli.influx_url,
-        cli.db,
-        cli.influx_connections,
-        cli.batch_size,
-        if cli.complete_data { "complete data (queue unbounded)" } else { "dropping when behind" },
-        cli.query.iter().map(|q| q.name()).collect::<Vec<_>>(),
-        cli.timestamps
-    );
-
     let start = Instant::now();
     let counters = Arc::new(Counters::default());
-    let shutdown = Arc::new(AtomicBool::new(false));
     let finished = Arc::new(AtomicBool::new(false));
-    {
-        let shutdown = shutdown.clone();
-        ctrlc::set_handler(move || shutdown.store(true, Ordering::SeqCst))
-            .context("installing the Ctrl-C handler")?;
-    }
-    let (tx, rx) = if cli.complete_data {
-        crossbeam_channel::unbounded()
-    } else {
-        crossbeam_channel::bounded(cli.queue_capacity)
-    };
-    let mut recv_cfg = endpoint::ReceiveConfig::new(cli.max_payload_bytes);
-    if cli.complete_data {
-        // Everything is kept until written: no bound in bytes either.
-        recv_cfg.max_queued_bytes = u64::MAX;
-    }
-    let pool = endpoint::BufferPool::new(64, recv_cfg.group_bytes + (64 << 10));
-    {
-        let (recv, pool) = (counters.recv.clone(), pool.clone());
-        std::thread::Builder::new()
-            .name("listener".into())
-            .spawn(move || endpoint::listen::<Msg>(listener, tx, recv, pool, recv_cfg))
-            .context("starting the listener")?;
-    }
-
+    let rx = start_listener(&cli, &counters)?;
     let (body_tx, body_rx) =
         tokio::sync::mpsc::channel(cli.influx_connections * cfg.bodies_per_connection);
     let writers = writer::spawn(
@@ -220,8 +213,7 @@ fn main() -> anyhow::Result<()> {
         counters.clone(),
     );
     let ingest = {
-        let counters = counters.clone();
-        let shutdown = shutdown.clone();
+        let (counters, shutdown) = (counters.clone(), stop.flag());
         let icfg = IngestConfig {
             timestamps: cli.timestamps,
             event_offset_us: cli.event_offset_us,
@@ -229,82 +221,14 @@ fn main() -> anyhow::Result<()> {
             max_linger: cfg.max_linger,
             stop_after_connections: cli.stop_after_connections,
         };
-        std::thread::Builder::new()
-            .name("encoder".into())
-            .spawn(move || ingest::run(rx, pool, body_tx, counters, shutdown, icfg))
-            .context("starting the encoder thread")?
+        let (rx, pool) = rx;
+        spawn("encoder", move || {
+            ingest::run(rx, pool, body_tx, counters, shutdown, icfg)
+        })
+        .context("starting the encoder thread")?
     };
-
-    let reporter = {
-        let counters = counters.clone();
-        let finished = finished.clone();
-        let interval = Duration::from_secs_f64(cli.report_interval_s);
-        std::thread::Builder::new()
-            .name("report".into())
-            .spawn(move || {
-                let (mut last_r, mut last_d, mut last_w) = (0, 0, 0);
-                while sleep_unless(&finished, interval) {
-                    let r = Counters::get(&counters.recv.records_received);
-                    let d = Counters::get(&counters.recv.records_dropped);
-                    let w = Counters::get(&counters.points_written);
-                    println!(
-                        "Records received: {}, dropped: {}, total received {r} dropped {d}",
-                        r - last_r,
-                        d - last_d
-                    );
-                    println!(
-                        "Points written: {}, points/s: {:.0}, total written {w}, write errors {}",
-                        w - last_w,
-                        (w - last_w) as f64 / interval.as_secs_f64(),
-                        Counters::get(&counters.write_errors)
-                    );
-                    (last_r, last_d, last_w) = (r, d, w);
-                }
-            })
-            .context("starting the reporter")?
-    };
-
-    let periodic: Vec<Query> = cli
-        .query
-        .iter()
-        .copied()
-        .filter(|q| *q != Query::ProbeEffect)
-        .collect();
-    // --complete-data asks once, after the backlog is written (below).
-    let mut query_thread = None;
-    if !cli.query_at_end && !cli.complete_data && !periodic.is_empty() {
-        let (rt, client, counters, finished, periodic) = (
-            rt.clone(),
-            client.clone(),
-            counters.clone(),
-            finished.clone(),
-            periodic.clone(),
-        );
-        let interval = Duration::from_secs_f64(cli.query_interval_s);
-        let (count, machine, timestamps) = (cli.query_count, cli.machine_output, cli.timestamps);
-        query_thread = Some(
-            std::thread::Builder::new()
-                .name("query".into())
-                .spawn(move || {
-                    for _ in 0..count {
-                        if !sleep_unless(&finished, interval) {
-                            return;
-                        }
-                        // Arrival mode: the wall clock; event mode: the newest stored time.
-                        let now = match timestamps {
-                            TimestampMode::Arrival => wall_clock_us(),
-                            TimestampMode::Event => Counters::get(&counters.now_us),
-                        };
-                        let t0 = now.saturating_sub(WINDOW_START_AGO_US);
-                        let t1 = now.saturating_sub(WINDOW_END_AGO_US);
-                        for &q in &periodic {
-                            ask(&rt, &client, q, t0, t1, machine);
-                        }
-                    }
-                })
-                .context("starting the query thread")?,
-        );
-    }
+    let reporter = start_reporter(&cli, &counters, &finished)?;
+    let query_thread = start_questions(&cli, &rt, &client, &counters, &finished)?;
 
     let report = ingest
         .join()
@@ -329,17 +253,8 @@ fn main() -> anyhow::Result<()> {
         }
     }
     let wall = start.elapsed().as_secs_f64();
-    let written = Counters::get(&counters.points_written);
     if cli.complete_data {
-        let backlog = report
-            .last_connection_end
-            .map_or(0.0, |t| t.elapsed().as_secs_f64());
-        let first = Counters::get(&counters.recv.first_arrival_us);
-        let span = (wall_clock_us().saturating_sub(first)) as f64 / 1e6;
-        println!(
-            "Backlog written: {written} points in influxd {backlog:.3} s after the last connection ended; {:.0} points/s from the first batch received to the last point written ({span:.3} s)",
-            if first > 0 && span > 0.0 { written as f64 / span } else { 0.0 }
-        );
+        print_backlog(&counters, &report);
     }
     finished.store(true, Ordering::SeqCst);
     let _ = reporter.join();
@@ -348,28 +263,163 @@ fn main() -> anyhow::Result<()> {
         let _ = q.join();
     }
 
-    let now = Counters::get(&counters.now_us);
+    ask_at_end(&cli, &rt, &client, Counters::get(&counters.now_us));
+    print_final(&cli, &counters, &report, wall);
+    let received = Counters::get(&counters.recv.records_received);
+    println!("{}", telemetry::cpu_exit_line(received));
+    std::process::exit(0)
+}
+
+/// `--query-at-end`: every question over `--query-window-us` (default all
+/// data); `--complete-data`: the periodic questions once, over the phase
+/// window ending at the newest data `now` (the replay ended long ago), as
+/// the published Influx-complete asks.
+fn ask_at_end(cli: &Cli, rt: &tokio::runtime::Runtime, client: &Client, now: u64) {
     if cli.query_at_end {
         let (t0, t1) = cli.query_window_us.unwrap_or((0, now));
         for &q in &cli.query {
-            ask(&rt, &client, q, t0, t1, cli.machine_output);
+            ask(rt, client, q, t0, t1, cli.machine_output);
         }
     } else if cli.complete_data {
-        // The published Influx-complete asks once, over the phase window
-        // ending at the newest data (the replay ended long ago).
-        let t0 = now.saturating_sub(WINDOW_START_AGO_US);
-        let t1 = now.saturating_sub(WINDOW_END_AGO_US);
-        for &q in &periodic {
-            ask(&rt, &client, q, t0, t1, cli.machine_output);
+        let (t0, t1) = phase_window(now);
+        for q in cli.periodic() {
+            ask(rt, client, q, t0, t1, cli.machine_output);
         }
     }
+}
 
-    let c = &counters;
+/// Binds `--addr`, prints the listening line, writes `--ready-file` and
+/// starts the listener thread; returns the receive queue and buffer pool
+/// for the encoder.
+fn start_listener(
+    cli: &Cli,
+    counters: &Arc<Counters>,
+) -> anyhow::Result<(crossbeam_channel::Receiver<Msg>, endpoint::BufferPool)> {
+    let listener =
+        TcpListener::bind(&cli.addr).with_context(|| format!("listening on {}", cli.addr))?;
+    let tcp = listener
+        .local_addr()
+        .with_context(|| format!("listening on {}", cli.addr))?;
+    println!(
+        "influx-app listening on {tcp}, influxd {} db {}, {} connections, batch {} points, {}, queries {:?}, timestamps {:?}",
+        cli.influx_url,
+        cli.db,
+        cli.influx_connections,
+        cli.batch_size,
+        if cli.complete_data { "complete data (queue unbounded)" } else { "dropping when behind" },
+        cli.query.iter().map(|q| q.name()).collect::<Vec<_>>(),
+        cli.timestamps
+    );
+    if let Some(path) = &cli.ready_file {
+        write_ready_file(path, &[("tcp", Some(tcp))])
+            .with_context(|| format!("--ready-file {}", path.display()))?;
+    }
+    let (tx, rx) = if cli.complete_data {
+        crossbeam_channel::unbounded()
+    } else {
+        crossbeam_channel::bounded(cli.queue_capacity)
+    };
+    let mut recv_cfg = endpoint::ReceiveConfig::new(cli.max_payload_bytes);
+    if cli.complete_data {
+        // Everything is kept until written: no bound in bytes either.
+        recv_cfg.max_queued_bytes = u64::MAX;
+    }
+    let pool = endpoint::BufferPool::new(64, recv_cfg.group_bytes + (64 << 10));
+    let (recv, p) = (counters.recv.clone(), pool.clone());
+    spawn("listener", move || {
+        endpoint::listen::<Msg>(listener, tx, recv, p, recv_cfg)
+    })
+    .context("starting the listener")?;
+    Ok((rx, pool))
+}
+
+/// Two progress lines every `--report-interval-s`: what arrived, and what
+/// was written to influxd.
+fn start_reporter(
+    cli: &Cli,
+    counters: &Arc<Counters>,
+    finished: &Arc<AtomicBool>,
+) -> anyhow::Result<std::thread::JoinHandle<()>> {
+    let counters = counters.clone();
+    let (mut last_r, mut last_d, mut last_w) = (0, 0, 0);
+    let tick = move |interval: Duration| {
+        let r = Counters::get(&counters.recv.records_received);
+        let d = Counters::get(&counters.recv.records_dropped);
+        let w = Counters::get(&counters.points_written);
+        println!(
+            "Records received: {}, dropped: {}, total received {r} dropped {d}",
+            r - last_r,
+            d - last_d
+        );
+        println!(
+            "Points written: {}, points/s: {:.0}, total written {w}, write errors {}",
+            w - last_w,
+            (w - last_w) as f64 / interval.as_secs_f64(),
+            Counters::get(&counters.write_errors)
+        );
+        (last_r, last_d, last_w) = (r, d, w);
+    };
+    let interval = Duration::from_secs_f64(cli.report_interval_s);
+    spawn_reporter(finished.clone(), interval, tick).context("starting the reporter")
+}
+
+/// The periodic questions; none with `--query-at-end` or `--complete-data`
+/// (which asks once, after the backlog is written).
+fn start_questions(
+    cli: &Cli,
+    rt: &Arc<tokio::runtime::Runtime>,
+    client: &Client,
+    counters: &Arc<Counters>,
+    finished: &Arc<AtomicBool>,
+) -> anyhow::Result<Option<std::thread::JoinHandle<()>>> {
+    let periodic = cli.periodic();
+    if cli.query_at_end || cli.complete_data || periodic.is_empty() {
+        return Ok(None);
+    }
+    let (rt, client, counters) = (rt.clone(), client.clone(), counters.clone());
+    let (machine, timestamps) = (cli.machine_output, cli.timestamps);
+    // Arrival mode: the wall clock; event mode: the newest stored time.
+    let now = move || match timestamps {
+        TimestampMode::Arrival => wall_clock_us(),
+        TimestampMode::Event => Counters::get(&counters.now_us),
+    };
+    let ask_all = move |t0, t1| {
+        for &q in &periodic {
+            ask(&rt, &client, q, t0, t1, machine);
+        }
+    };
+    let p = Periodic {
+        interval: Duration::from_secs_f64(cli.query_interval_s),
+        count: cli.query_count,
+    };
+    spawn_periodic(finished.clone(), p, now, ask_all)
+        .map(Some)
+        .context("starting the query thread")
+}
+
+/// `--complete-data`: when the backlog was written and at what rate.
+fn print_backlog(counters: &Counters, report: &ingest::IngestReport) {
+    let written = Counters::get(&counters.points_written);
+    let backlog = report
+        .last_connection_end
+        .map_or(0.0, |t| t.elapsed().as_secs_f64());
+    let first = Counters::get(&counters.recv.first_arrival_us);
+    let span = (wall_clock_us().saturating_sub(first)) as f64 / 1e6;
+    println!(
+        "Backlog written: {written} points in influxd {backlog:.3} s after the last connection ended; {:.0} points/s from the first batch received to the last point written ({span:.3} s)",
+        if first > 0 && span > 0.0 { written as f64 / span } else { 0.0 }
+    );
+}
+
+/// The `Final:` line, and `STATS` with `--machine-output`.
+fn print_final(cli: &Cli, c: &Counters, report: &ingest::IngestReport, wall: f64) {
     let received = Counters::get(&c.recv.records_received);
     let dropped = Counters::get(&c.recv.records_dropped);
+    let written = Counters::get(&c.points_written);
+    let now = Counters::get(&c.now_us);
     println!(
         "Final: records received {received}, dropped {dropped} ({:.3} %), points written {written} in {} writes, write errors {} ({} points), batches received {} dropped {}, connections {} (bad {}), timestamps raised to keep order {}, moved to the next µs {}, data time {now} µs, wall {wall:.3} s",
-        if received > 0 { dropped as f64 * 100.0 / received as f64 } else { 0.0 },
+        drop_percent(dropped, received),
         Counters::get(&c.writes),
         Counters::get(&c.write_errors),
         Counters::get(&c.write_failed_points),
@@ -393,8 +443,6 @@ fn main() -> anyhow::Result<()> {
             Counters::get(&c.recv.bad_connections)
         );
     }
-    println!("{}", telemetry::cpu::exit_line(received));
-    std::process::exit(0)
 }
 
 #[cfg(test)]

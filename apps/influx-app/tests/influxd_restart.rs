@@ -5,13 +5,12 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::Duration;
 
-use common::{influxd_binary, line_fields, runtime, App, Influxd};
+use common::{client, influxd_binary, line_fields, runtime, App, Influxd};
 use influx_app::receive::wall_clock_us;
-use replay::gen::{generate_file, GenConfig, Phase};
-use replay::tcp::{connect_with_retry, run, ReplayConfig};
+use replay::{connect_with_retry, run_paced as run, ReplayConfig};
+use replay::{generate_file, GenConfig, Phase};
 
 #[test]
 fn influx_app_survives_influxd_restart() {
@@ -28,28 +27,33 @@ fn influx_app_survives_influxd_restart() {
     let total = generate_file(&gen, &rec).expect("generate").records;
 
     let mut influxd = Influxd::start(&bin, &dir.path().join("influxd"));
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_influx-app"));
-    cmd.args([
-        "--addr",
-        "127.0.0.1:0",
+    let app = App::influx_app([
         "--influx-url",
         &influxd.url,
         "--db",
         "restart",
-    ])
-    .args(["--batch-size", "500", "--influx-connections", "2"])
-    .args(["--query", "probe-effect", "--report-interval-s", "1"])
-    .args(["--stop-after-connections", "1", "--machine-output"]);
-    let app = App::spawn(cmd);
+        "--batch-size",
+        "500",
+        "--influx-connections",
+        "2",
+        "--query",
+        "probe-effect",
+        "--report-interval-s",
+        "1",
+        "--stop-after-connections",
+        "1",
+        "--machine-output",
+    ]);
 
     // Paced at the recorded rate: about 10 s.
     let cfg = ReplayConfig {
         file_path: rec.clone(),
-        addr: app.addr(),
+        addr: app.tcp(),
         duration_s: None,
         speed: 1.0,
         no_wait: false,
         connect_timeout_s: 60.0,
+        loops: None,
     };
     let replay = std::thread::spawn(move || {
         let stream = connect_with_retry(&cfg.addr, 60.0, |_| {}).expect("connect");
@@ -62,7 +66,8 @@ fn influx_app_survives_influxd_restart() {
     let restarted_us = wall_clock_us();
 
     assert_eq!(replay.join().expect("replay thread"), total);
-    let (ok, lines, err) = app.wait();
+    let end = app.wait();
+    let (ok, lines, err) = (end.success(), end.lines, end.stderr);
     let all = lines.join("\n");
     assert!(ok, "influx-app failed:\n{all}\n{err}");
 
@@ -84,7 +89,7 @@ fn influx_app_survives_influxd_restart() {
 
     // Points that arrived after the restart are in influxd (arrival time = wall clock).
     let tables = runtime()
-        .block_on(influxd.client("restart").query(&format!(
+        .block_on(client(&influxd, "restart").query(&format!(
             "SELECT count(duration_us) FROM kv WHERE time >= {}",
             restarted_us * 1000
         )))
@@ -95,11 +100,7 @@ fn influx_app_survives_influxd_restart() {
         "only {after} points after the restart:\n{all}"
     );
     let tables = runtime()
-        .block_on(
-            influxd
-                .client("restart")
-                .query("SELECT count(duration_us) FROM kv"),
-        )
+        .block_on(client(&influxd, "restart").query("SELECT count(duration_us) FROM kv"))
         .expect("count all");
     // Acknowledged writes survived the kill (the WAL is fsynced per write); a
     // write cut off by the kill may have landed although it counts as dropped.

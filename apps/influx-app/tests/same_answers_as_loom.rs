@@ -4,6 +4,13 @@
 //! loom-app's answers and brute force's; a `GROUP BY time(1s)` count + max
 //! statement on influxd equals brute force per second. A connection sending
 //! garbage meanwhile is closed with a logged reason and costs nothing else.
+//! Then loom-app serves the store over HTTP and dashboard-shaped statements
+//! (regular expressions, OR of tags, fill, arithmetic, transformations,
+//! selectors, SHOW) on the data model's measurements answer as influxd does.
+
+// A behaviour test reads top to bottom as one scenario; the function-length
+// rule (clippy.toml) is for code outside tests.
+#![allow(clippy::too_many_lines)]
 
 mod common;
 
@@ -11,13 +18,12 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::Command;
 
-use common::{influxd_binary, line_fields, runtime, App, Influxd};
+use common::{client, influxd_binary, line_fields, runtime, App, Influxd};
 use influx_app::client::value_u64;
 use influx_app::queries::influx_percentile_index;
-use replay::gen::{generate_file, GenConfig, Phase};
-use replay::tcp::{connect_with_retry, run, ReplayConfig};
+use replay::{connect_with_retry, run_paced as run, ReplayConfig};
+use replay::{generate_file, GenConfig, Phase};
 use telemetry::{KvOpKind, Record, RecordingReader};
 
 const T0: u64 = 1_000_000;
@@ -82,6 +88,7 @@ fn replay_into(addr: &str, rec: &Path) -> u64 {
         speed: 1.0,
         no_wait: true,
         connect_timeout_s: 60.0,
+        loops: None,
     };
     let stream = connect_with_retry(&cfg.addr, 60.0, |_| {}).expect("connect");
     run(&cfg, stream, |_| {}, || false).expect("replay").records
@@ -109,39 +116,41 @@ fn influxd_answers_equal_loom_app_and_brute_force() {
     // rank rule, so both systems must agree exactly for any count.
 
     let influxd = Influxd::start(&bin, &dir.path().join("influxd"));
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_influx-app"));
-    cmd.args([
-        "--addr",
-        "127.0.0.1:0",
+    let window = format!("{T0},{T1}");
+    let questions = format!("{QUERIES},valkey-p1,valkey-p2,valkey-p3");
+    let app = App::influx_app([
         "--influx-url",
         &influxd.url,
         "--db",
         "cmp",
-    ])
-    .args([
         "--complete-data",
         "--timestamps",
         "event",
         "--event-offset-us",
         "0",
-    ])
-    .args(["--influx-connections", "2", "--batch-size", "2000"])
-    .args([
+        "--influx-connections",
+        "2",
+        "--batch-size",
+        "2000",
         "--query",
-        &format!("{QUERIES},valkey-p1,valkey-p2,valkey-p3"),
-    ])
-    .args(["--query-at-end", "--query-window-us", &format!("{T0},{T1}")])
-    .args(["--stop-after-connections", "2", "--machine-output"]);
-    let app = App::spawn(cmd);
+        &questions,
+        "--query-at-end",
+        "--query-window-us",
+        &window,
+        "--stop-after-connections",
+        "2",
+        "--machine-output",
+    ]);
     {
-        let mut garbage = TcpStream::connect(app.addr()).expect("connect");
+        let mut garbage = TcpStream::connect(app.tcp()).expect("connect");
         // The app may close before reading everything; a failed write is fine.
         let _ = garbage.write_all(&[0xAB; 4096]);
         let _ = garbage.shutdown(std::net::Shutdown::Write);
         let _ = garbage.read_to_end(&mut Vec::new());
     }
-    assert_eq!(replay_into(&app.addr(), &rec), truth.total);
-    let (ok, influx, err) = app.wait();
+    assert_eq!(replay_into(&app.tcp(), &rec), truth.total);
+    let end = app.wait();
+    let (ok, influx, err) = (end.success(), end.lines, end.stderr);
     let all = influx.join("\n");
     assert!(ok, "influx-app failed:\n{all}\n{err}");
     let stats = line_fields(&influx, "STATS ");
@@ -153,24 +162,24 @@ fn influxd_answers_equal_loom_app_and_brute_force() {
     assert!(all.contains("Backlog written: "), "{all}");
 
     let store = dir.path().join("loom-store");
-    let mut cmd = Command::new(common::loom_app_binary());
-    cmd.args([
-        "--addr",
-        "127.0.0.1:0",
-        "--timestamps",
-        "event",
-        "--event-offset-us",
-        "0",
-        "--query",
-        QUERIES,
-    ])
-    .args(["--query-at-end", "--query-window-us", &format!("{T0},{T1}")])
-    .args(["--stop-after-connections", "1", "--machine-output"])
-    .args(["--queue-capacity", "1000000", "--loom-path"])
-    .arg(&store);
-    let app = App::spawn(cmd);
-    assert_eq!(replay_into(&app.addr(), &rec), truth.total);
-    let (ok, loom, err) = app.wait();
+    let app = App::builder()
+        .event_times()
+        .args([
+            "--query",
+            QUERIES,
+            "--query-at-end",
+            "--query-window-us",
+            &window,
+            "--stop-after-connections",
+            "1",
+            "--machine-output",
+        ])
+        .deep_queue()
+        .store(&store)
+        .start();
+    assert_eq!(replay_into(&app.tcp(), &rec), truth.total);
+    let end = app.wait();
+    let (ok, loom, err) = (end.success(), end.lines, end.stderr);
     assert!(ok, "loom-app failed:\n{}\n{err}", loom.join("\n"));
 
     // Phase questions: influxd == loom-app == brute force.
@@ -242,7 +251,7 @@ fn influxd_answers_equal_loom_app_and_brute_force() {
         (last_s + 1) * 1_000_000_000
     );
     let tables = runtime()
-        .block_on(influxd.client("cmp").query(&statement))
+        .block_on(client(&influxd, "cmp").query(&statement))
         .expect("group by query");
     let t = &tables[0];
     assert_eq!(t.rows.len() as u64, last_s + 1, "{t:?}");
@@ -255,5 +264,85 @@ fn influxd_answers_equal_loom_app_and_brute_force() {
         );
         let want = truth.per_second.get(&second).copied().unwrap_or((0, 0));
         assert_eq!(got, want, "second {second}");
+    }
+
+    // Dashboard statements on the data model's measurements: loom-app on
+    // the same store, over HTTP, against influxd.
+    let served = App::builder().no_otlp().store(&store).start();
+    let loom_url = format!("http://{}", served.http());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while http_query(&loom_url, "SHOW DATABASES").is_null() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "loom-app's API never answered"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let w = "time >= 0 AND time < 6s";
+    let statements = [
+        format!("SELECT count(duration_us) FROM kv WHERE op =~ /^(read|write)$/ AND {w} GROUP BY time(500ms), op fill(0)"),
+        format!("SELECT max(duration_us) / 1000 FROM kv WHERE op = 'read' AND {w} GROUP BY time(1s) fill(none)"),
+        format!("SELECT mean(duration_us) FROM syscall WHERE \"name\" =~ /^pread/ AND {w} GROUP BY time(700ms), \"name\" fill(previous)"),
+        format!("SELECT count(pfn) FROM pagecache WHERE {w} GROUP BY time(1s, 250ms) fill(linear)"),
+        format!("SELECT non_negative_derivative(count(pfn), 1s), difference(count(pfn)) FROM pagecache WHERE {w} GROUP BY time(1s)"),
+        format!("SELECT first(duration_us), last(duration_us), spread(duration_us) FROM kv WHERE (op = 'read' OR op = 'write') AND {w} GROUP BY op"),
+        format!("SELECT median(duration_us), mode(duration_us), stddev(duration_us), count(distinct(duration_us)) FROM kv WHERE {w} GROUP BY *"),
+        format!("SELECT bottom(duration_us, 5) FROM kv WHERE op !~ /write/ AND {w}"),
+        format!("SELECT cumulative_sum(count(duration_us)), moving_average(max(duration_us), 2) FROM syscall WHERE \"name\" = 'pread64' AND {w} GROUP BY time(1s)"),
+        "SHOW TAG VALUES FROM syscall WITH KEY = \"name\" WHERE \"name\" =~ /^p/".to_string(),
+        "SHOW SERIES FROM kv".to_string(),
+        "SHOW TAG KEYS FROM syscall".to_string(),
+    ];
+    let mut failures = Vec::new();
+    for q in &statements {
+        let a = http_query(&influxd.url, q);
+        assert!(
+            !a.is_null() && a[0].get("error").is_none(),
+            "influxd refused {q}: {a}"
+        );
+        let b = http_query(&loom_url, q);
+        if !same_numbers(&a, &b) {
+            failures.push(format!("{q}\n  influxd:  {a}\n  loom-app: {b}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `/query` of db `cmp` (epoch ns) through curl: the `results` array
+/// (null when the server does not answer).
+fn http_query(url: &str, q: &str) -> serde_json::Value {
+    let o = std::process::Command::new("curl")
+        .args(["-s", "-XPOST", &format!("{url}/query")])
+        .args(["--data-urlencode", &format!("q={q}")])
+        .args(["--data-urlencode", "db=cmp", "--data-urlencode", "epoch=ns"])
+        .output()
+        .expect("curl");
+    serde_json::from_slice::<serde_json::Value>(&o.stdout)
+        .map(|v| v["results"].clone())
+        .unwrap_or(serde_json::Value::Null)
+}
+
+/// Equal, floats within 1e-9 relative (the two systems sum in different
+/// orders); integers and strings exactly.
+fn same_numbers(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            x == y
+                || ((x.is_f64() || y.is_f64())
+                    && match (x.as_f64(), y.as_f64()) {
+                        (Some(p), Some(q)) => (p - q).abs() <= 1e-9 * p.abs().max(q.abs()),
+                        _ => false,
+                    })
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_numbers(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| same_numbers(v, w)))
+        }
+        _ => a == b,
     }
 }

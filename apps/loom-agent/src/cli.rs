@@ -55,16 +55,31 @@ pub struct Cli {
     /// Record run-queue waits (wake-up to on-CPU).
     #[arg(long)]
     pub runqueue: bool,
+    /// Record TCP/UDP packets arriving at this interface (its TC ingress
+    /// hook), to or from PORT when given: `lo:6379`, `eth0`. Packets have no
+    /// process at ingress, so the targets do not select them and their
+    /// series carry only the `host` tag.
+    #[arg(long, value_name = "IFACE[:PORT]")]
+    pub packets: Option<probes::agent::PacketSelection>,
     /// Bytes of each probe's ring buffer (a power of two).
     #[arg(long, default_value_t = 16 << 20)]
     pub ring_buffer_bytes: u32,
-    /// Frames held while loom-app cannot be reached; beyond this the newest
-    /// records are dropped and counted.
+    /// Bytes of frames kept until loom-app acknowledges them as durable
+    /// (and while it cannot be reached); beyond this the newest records are
+    /// dropped and counted (send drops).
     #[arg(long, default_value_t = 64 << 20)]
     pub buffer_bytes: u64,
     /// File holding loom-app's token (its --auth-token-file).
     #[arg(long)]
     pub token_file: Option<PathBuf>,
+    /// Speak TLS to loom-app (its --tls-cert/--tls-key), trusting the CA
+    /// certificates in this PEM file.
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+    /// With --tls-ca: the name loom-app's certificate must carry (default:
+    /// the host part of --to).
+    #[arg(long, value_name = "NAME", requires = "tls_ca")]
+    pub tls_server_name: Option<String>,
     /// The `host` tag of every series (default: this machine's host name).
     #[arg(long)]
     pub host: Option<String>,

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::RecvTimeoutError;
 use probes::agent::{
     monotonic_to_wall_ns, AgentProbeConfig, AgentProbes, AgentStats, SyscallAttach,
-    SyscallSelection, Targets, PROBE_NAMES,
+    SyscallSelection, Targets, PROBES, PROBE_NAMES,
 };
 use telemetry::wire::sender as wire_sender;
 
@@ -70,6 +70,7 @@ pub fn probe_config(cli: &Cli) -> Result<AgentProbeConfig, AgentError> {
         page_cache: cli.page_cache,
         blockio: cli.blockio,
         runqueue: cli.runqueue,
+        packets: cli.packets.clone(),
         ring_buffer_bytes: cli.ring_buffer_bytes,
         ..AgentProbeConfig::default()
     })
@@ -87,13 +88,33 @@ fn identity(cli: &Cli) -> Result<Identity, AgentError> {
         None => String::new(),
     };
     let host = cli.host.clone().unwrap_or_else(wire_sender::hostname);
+    // The CA file is read at start, so a bad one fails at once.
+    let tls = match &cli.tls_ca {
+        None => None,
+        Some(ca) => {
+            let t = endpoint::ClientTls::from_ca_file(ca)
+                .map_err(|e| AgentError::Config(e.to_string()))?;
+            let name = cli
+                .tls_server_name
+                .clone()
+                .unwrap_or_else(|| host_of(&cli.to).to_string());
+            Some((t, name))
+        }
+    };
     let machine = std::fs::read_to_string("/etc/machine-id").unwrap_or_else(|_| host.clone());
     Ok(Identity {
         to: cli.to.clone(),
         token,
         sender_id: telemetry::source::fnv1a64(format!("loom-agent/{}", machine.trim()).as_bytes()),
         host,
+        tls,
     })
+}
+
+/// The host part of `HOST:PORT` or `[V6]:PORT`.
+fn host_of(addr: &str) -> &str {
+    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+    host.trim_start_matches('[').trim_end_matches(']')
 }
 
 /// Runs the agent until Ctrl-C / SIGTERM or `--duration-s`.
@@ -131,7 +152,10 @@ pub fn run(cli: Cli) -> Result<(), AgentError> {
     let flush = |book: &mut SeriesBook| book.drain(|item| outbox.offer(item));
     let consume = |batch: Vec<probes::agent::AgentEvent>, book: &mut SeriesBook| {
         for e in &batch {
-            book.add(e.comm(), &e.to_record(offset_ns));
+            match e.comm() {
+                Some(comm) => book.add(comm, &e.to_record(offset_ns)),
+                None => book.add_untagged(&e.to_record(offset_ns)),
+            }
         }
     };
     let mut counted = Counted::default();
@@ -178,7 +202,7 @@ pub fn run(cli: Cli) -> Result<(), AgentError> {
 #[derive(Default)]
 struct Counted {
     /// Per probe: events, kernel drops, channel + queue drops, send drops.
-    last: [[u64; 4]; 4],
+    last: [[u64; 4]; PROBES],
 }
 
 impl Counted {
@@ -187,7 +211,7 @@ impl Counted {
     /// produced or lost anything.
     fn record(&mut self, p: &AgentStats, s: &SendStats, book: &mut SeriesBook) {
         let time_us = wire_sender::now_us();
-        for i in 0..4 {
+        for i in 0..PROBES {
             let now = [
                 p.events[i],
                 p.kernel_drops[i],
@@ -235,20 +259,23 @@ fn progress(now: &AgentStats, last: &AgentStats, s: &SendStats, dt: Duration) ->
         }
     }
     format!(
-        "{line}sent {} records, queue drops {}, send drops {}, {} ({} connections), buffered {} KiB",
+        "{line}sent {} records, acknowledged {}, queue drops {}, send drops {}, {} ({} connections, {} frames resent), buffered {} KiB",
         s.sent.load(Ordering::Relaxed),
+        s.acked.load(Ordering::Relaxed),
         s.queue_drops.load(Ordering::Relaxed),
         s.send_drops.load(Ordering::Relaxed),
         if s.connected.load(Ordering::Relaxed) { "connected" } else { "disconnected" },
         s.connections.load(Ordering::Relaxed),
+        s.resent_frames.load(Ordering::Relaxed),
         s.queued_bytes.load(Ordering::Relaxed) >> 10
     )
 }
 
 /// The machine-readable final line: `AGENT events=… kernel_drops=…
-/// channel_drops=… sent=… queue_drops=… send_drops=… connections=…`.
+/// channel_drops=… sent=… acked=… queue_drops=… send_drops=… connections=…
+/// resent_frames=…`.
 fn summary(p: &AgentStats, s: &SendStats) -> String {
-    let sum = |a: &[u64; 4]| a.iter().sum::<u64>();
+    let sum = |a: &[u64; PROBES]| a.iter().sum::<u64>();
     let mut per = String::new();
     for (i, name) in PROBE_NAMES.iter().enumerate() {
         per.push_str(&format!(
@@ -257,13 +284,15 @@ fn summary(p: &AgentStats, s: &SendStats) -> String {
         ));
     }
     format!(
-        "AGENT events={} kernel_drops={} channel_drops={} sent={} queue_drops={} send_drops={} connections={}{per}",
+        "AGENT events={} kernel_drops={} channel_drops={} sent={} acked={} queue_drops={} send_drops={} connections={} resent_frames={}{per}",
         sum(&p.events),
         sum(&p.kernel_drops),
         sum(&p.channel_drops),
         s.sent.load(Ordering::Relaxed),
+        s.acked.load(Ordering::Relaxed),
         s.queue_drops.load(Ordering::Relaxed),
         s.send_drops.load(Ordering::Relaxed),
         s.connections.load(Ordering::Relaxed),
+        s.resent_frames.load(Ordering::Relaxed),
     )
 }

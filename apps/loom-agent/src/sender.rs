@@ -1,33 +1,40 @@
-//! The connection to loom-app: HELLO (token, host, the agent's stable id,
-//! the next sequence number), the series declarations again after every
-//! reconnect, data frames in order with per-sender sequence numbers.
+//! The connection to loom-app, through the shared resending sender
+//! ([`telemetry::wire::resend`]): HELLO (token, host, the agent's stable
+//! id, "acks wanted", wall-clock times), the series declarations again
+//! after every reconnect, data frames with per-sender sequence numbers.
 //!
-//! When loom-app is away the sender retries with backoff (100 ms doubling
-//! to 5 s) and the outbox holds up to `buffer_bytes` of records; records
-//! offered beyond that are dropped and counted (`queue` drops). A frame the
-//! write of which failed is sent again on the next connection. Frames the
-//! kernel accepted into the socket before loom-app died are not known to
-//! be lost until loom-app acknowledges what it stored (the reserved ACK
-//! frame, not sent yet): that loss is not counted.
+//! Every frame is kept until loom-app acknowledges it as durable; when
+//! loom-app restarts (or the link breaks) the sender reconnects with
+//! backoff (100 ms doubling to 5 s) and sends again what is not
+//! acknowledged, and loom-app stores each record once, at its own time.
+//! The frames kept are bounded by `buffer_bytes`: a frame offered beyond
+//! that is dropped and counted (`send` drops), as are frames still
+//! unacknowledged when the agent stops past its drain deadline. The
+//! outbox between the agent's loop and the sender thread holds up to
+//! `buffer_bytes` too; records offered beyond that are dropped and counted
+//! (`queue` drops).
 
-use std::io::{BufWriter, Write};
-use std::net::TcpStream;
+use probes::agent::PROBES;
+use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
-use telemetry::wire::{self, sender, FrameType, Hello, SeriesTags};
+use endpoint::{ClientStream, ClientTls};
+use telemetry::wire::resend::{
+    Connector, Link, ResendConfig, ResendStats, ResendingSender, WhenFull,
+};
+use telemetry::wire::Hello;
 
 use crate::series::Item;
 
-const BACKOFF_MIN: Duration = Duration::from_millis(100);
-const BACKOFF_MAX: Duration = Duration::from_secs(5);
-const IO_TIMEOUT: Duration = Duration::from_secs(5);
+/// Longest a connect attempt waits.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Who the agent is, for its HELLO.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Identity {
     /// loom-app's address.
     pub to: String,
@@ -37,6 +44,8 @@ pub struct Identity {
     pub host: String,
     /// Stable sender id.
     pub sender_id: u64,
+    /// TLS: the CA to trust and the name loom-app's certificate carries.
+    pub tls: Option<(ClientTls, String)>,
 }
 
 /// Counters of the sending side.
@@ -46,8 +55,14 @@ pub struct SendStats {
     pub sent: AtomicU64,
     /// Records dropped because the outbox was full.
     pub queue_drops: AtomicU64,
-    /// Records dropped at shutdown because loom-app could not be reached.
+    /// Records dropped because loom-app did not acknowledge them in time:
+    /// the frames kept filled `buffer_bytes`, or the agent stopped past
+    /// its drain deadline with frames unacknowledged.
     pub send_drops: AtomicU64,
+    /// Records loom-app acknowledged as durable.
+    pub acked: AtomicU64,
+    /// Frames sent again after a reconnect.
+    pub resent_frames: AtomicU64,
     /// Successful connections (the first one included).
     pub connections: AtomicU64,
     /// Whether a connection is up.
@@ -55,19 +70,20 @@ pub struct SendStats {
     /// Bytes of records in the outbox.
     pub queued_bytes: AtomicU64,
     /// `queue_drops` by probe (index as `probes::agent::PROBE_NAMES`).
-    pub queue_drops_by_probe: [AtomicU64; 4],
+    pub queue_drops_by_probe: [AtomicU64; PROBES],
     /// `send_drops` by probe.
-    pub send_drops_by_probe: [AtomicU64; 4],
+    pub send_drops_by_probe: [AtomicU64; PROBES],
 }
 
 /// Adds the records of `payload` to `by_probe`, by the probe that made them.
-fn count_by_probe(payload: &[u8], by_probe: &[AtomicU64; 4]) {
+fn count_by_probe(payload: &[u8], by_probe: &[AtomicU64; PROBES]) {
     for (kind, _) in telemetry::raw::records(payload) {
         let i = match kind {
             telemetry::Kind::Syscall => 0,
             telemetry::Kind::PageCache => 1,
             telemetry::Kind::BlockIo => 2,
             telemetry::Kind::RunQueue => 3,
+            telemetry::Kind::Packet => probes::agent::PACKET_PROBE,
             _ => continue,
         };
         by_probe[i].fetch_add(1, Ordering::Relaxed);
@@ -106,8 +122,8 @@ impl Outbox {
 }
 
 /// Starts the sender thread; it ends once the outbox is dropped and
-/// everything is sent, or `stop` is set and nothing more can be sent
-/// within `drain_deadline`.
+/// everything is acknowledged, or `stop` is set and nothing more can be
+/// acknowledged within `drain_deadline` (what is left is counted).
 pub fn start(
     id: Identity,
     max_bytes: u64,
@@ -122,196 +138,180 @@ pub fn start(
         stats: stats.clone(),
     };
     let t = std::thread::spawn(move || {
-        Connection {
+        let resend = Arc::new(ResendStats::default());
+        let hello = Hello {
+            sender_id: id.sender_id,
+            flags: 0,
+            next_seq: 1,
+            token: id.token.clone(),
+            host: id.host.clone(),
+            agent: format!("loom-agent {}", env!("CARGO_PKG_VERSION")),
+        };
+        let sender = ResendingSender::new(
+            connector(&id),
+            hello,
+            ResendConfig {
+                max_unacked_bytes: max_bytes,
+                when_full: WhenFull::DropNew,
+                io_timeout: Duration::from_secs(5),
+                ..ResendConfig::default()
+            },
+            resend.clone(),
+        );
+        Pump {
             id,
             stats,
+            resend,
+            sender,
             stop,
             drain_deadline,
-            out: None,
-            declared: Vec::new(),
-            next_seq: 1,
-            stopping_since: None,
+            refused: false,
         }
         .run(rx)
     });
     (outbox, t)
 }
 
-struct Connection {
-    id: Identity,
-    stats: Arc<SendStats>,
-    stop: Arc<AtomicBool>,
-    drain_deadline: Duration,
-    out: Option<BufWriter<TcpStream>>,
-    declared: Vec<SeriesTags>,
-    next_seq: u64,
-    stopping_since: Option<Instant>,
+/// Connects to `id.to`, in TLS when configured.
+fn connector(id: &Identity) -> Connector {
+    let (to, tls) = (id.to.clone(), id.tls.clone());
+    Box::new(move || {
+        let io = |context| move |source| telemetry::WireError::Io { context, source };
+        let sa = to
+            .to_socket_addrs()
+            .map_err(io("resolving --to"))?
+            .next()
+            .ok_or_else(|| io("resolving --to")(std::io::ErrorKind::NotFound.into()))?;
+        let tcp = TcpStream::connect_timeout(&sa, CONNECT_TIMEOUT).map_err(io("connecting"))?;
+        let stream: ClientStream = match &tls {
+            None => tcp.into(),
+            Some((tls, name)) => tls
+                .connect(tcp, name)
+                .map_err(|e| telemetry::WireError::BadControl(e.to_string()))?
+                .into(),
+        };
+        Ok(Box::new(stream) as Box<dyn Link>)
+    })
 }
 
-impl Connection {
+struct Pump {
+    id: Identity,
+    stats: Arc<SendStats>,
+    resend: Arc<ResendStats>,
+    sender: ResendingSender,
+    stop: Arc<AtomicBool>,
+    drain_deadline: Duration,
+    refused: bool,
+}
+
+impl Pump {
     fn run(mut self, rx: Receiver<Item>) {
         loop {
-            let item = match rx.recv_timeout(Duration::from_millis(100)) {
+            let item = match rx.recv_timeout(Duration::from_millis(20)) {
                 Ok(i) => i,
                 Err(RecvTimeoutError::Timeout) => {
-                    self.flush();
+                    self.sender.flush();
+                    let r = self.sender.pump(Duration::ZERO);
+                    self.check(r);
+                    self.publish();
                     continue;
                 }
                 Err(RecvTimeoutError::Disconnected) => break,
             };
             match item {
-                Item::Series(s) => {
-                    self.declared.push(s.clone());
-                    if self.out.is_some() {
-                        if let Err(e) = self.write_series(&s) {
-                            self.lost(&e);
-                        }
-                    }
-                }
+                Item::Series(s) => self.sender.declare(s),
                 Item::Data {
                     series_ref,
                     records,
                     payload,
                 } => {
-                    self.deliver(series_ref, records, &payload);
                     self.stats
                         .queued_bytes
                         .fetch_sub(payload.len() as u64, Ordering::Relaxed);
+                    let dropped = self.resend.frames_dropped.load(Ordering::Relaxed);
+                    let r = self.sender.send(series_ref, records, &payload);
+                    self.check(r);
+                    if self.resend.frames_dropped.load(Ordering::Relaxed) != dropped {
+                        self.stats
+                            .send_drops
+                            .fetch_add(u64::from(records), Ordering::Relaxed);
+                        count_by_probe(&payload, &self.stats.send_drops_by_probe);
+                    } else {
+                        self.stats
+                            .sent
+                            .fetch_add(u64::from(records), Ordering::Relaxed);
+                    }
                 }
             }
             if rx.is_empty() {
-                self.flush();
+                self.sender.flush();
             }
+            self.publish();
         }
-        self.flush();
-    }
-
-    /// Sends one data frame, reconnecting as needed; gives up (counted)
-    /// only while stopping past the drain deadline.
-    fn deliver(&mut self, series_ref: u32, records: u32, payload: &[u8]) {
-        let mut frame = Vec::with_capacity(payload.len() + wire::FRAME_HEADER_LEN_V2);
-        let mut backoff = BACKOFF_MIN;
+        // Everything offered is in the sender: wait for its
+        // acknowledgements (reconnecting meanwhile) up to the deadline once
+        // the agent is stopping.
+        let started = Instant::now();
         loop {
-            if self.out.is_none() && self.connect().is_err() {
-                if self.give_up() {
-                    self.stats
-                        .send_drops
-                        .fetch_add(u64::from(records), Ordering::Relaxed);
-                    count_by_probe(payload, &self.stats.send_drops_by_probe);
-                    return;
-                }
-                std::thread::sleep(backoff);
-                backoff = (backoff * 2).min(BACKOFF_MAX);
-                continue;
-            }
-            frame.clear();
-            if wire::encode_data_v2(
-                self.next_seq,
-                series_ref,
-                records,
-                sender::now_us(),
-                payload,
-                &mut frame,
-            )
-            .is_err()
-            {
-                self.stats
-                    .send_drops
-                    .fetch_add(u64::from(records), Ordering::Relaxed);
-                return;
-            }
-            let written = match self.out.as_mut() {
-                Some(out) => out.write_all(&frame),
-                None => continue,
+            let left = if self.stop.load(Ordering::Relaxed) {
+                self.drain_deadline.saturating_sub(started.elapsed())
+            } else {
+                Duration::from_secs(3600)
             };
-            match written {
-                Ok(()) => {
-                    self.next_seq += 1;
-                    self.stats
-                        .sent
-                        .fetch_add(u64::from(records), Ordering::Relaxed);
-                    return;
+            let r = self.sender.drain(left.min(Duration::from_millis(500)));
+            match r {
+                Ok(true) => break,
+                Ok(false) if left.is_zero() || self.refused => break,
+                Ok(false) => {}
+                Err(e) => {
+                    self.check(Err(e));
+                    break;
                 }
-                Err(e) => self.lost(&e),
             }
         }
-    }
-
-    fn give_up(&mut self) -> bool {
-        if !self.stop.load(Ordering::Relaxed) {
-            return false;
+        self.sender.close();
+        self.publish();
+        let mut lost = 0u64;
+        for payload in self.sender.unacked_payloads() {
+            lost += telemetry::raw::records(payload).count() as u64;
+            count_by_probe(payload, &self.stats.send_drops_by_probe);
         }
-        let since = *self.stopping_since.get_or_insert_with(Instant::now);
-        since.elapsed() >= self.drain_deadline
-    }
-
-    fn lost(&mut self, e: &dyn std::fmt::Display) {
-        if self.out.take().is_some() {
-            log::warn!("connection to {} lost: {e}; reconnecting", self.id.to);
+        if lost > 0 {
+            log::warn!(
+                "{lost} records were not acknowledged by {} before the agent stopped (counted as send drops)",
+                self.id.to
+            );
         }
+        self.stats.send_drops.fetch_add(lost, Ordering::Relaxed);
         self.stats.connected.store(false, Ordering::Relaxed);
     }
 
-    fn flush(&mut self) {
-        if let Some(out) = self.out.as_mut() {
-            if let Err(e) = out.flush() {
-                self.lost(&e);
-            }
-        }
-    }
-
-    fn connect(&mut self) -> Result<(), telemetry::WireError> {
-        let io = |context| move |source| telemetry::WireError::Io { context, source };
-        let mut stream = TcpStream::connect(&self.id.to).map_err(io("connecting"))?;
-        stream
-            .set_nodelay(true)
-            .map_err(io("setting TCP_NODELAY"))?;
-        stream
-            .set_read_timeout(Some(IO_TIMEOUT))
-            .map_err(io("setting a timeout"))?;
-        stream
-            .set_write_timeout(Some(IO_TIMEOUT))
-            .map_err(io("setting a timeout"))?;
-        let hello = Hello {
-            sender_id: self.id.sender_id,
-            flags: wire::control::HELLO_WALL_CLOCK,
-            next_seq: self.next_seq,
-            token: self.id.token.clone(),
-            host: self.id.host.clone(),
-            agent: format!("loom-agent {}", env!("CARGO_PKG_VERSION")),
-        };
-        match sender::handshake(&mut stream, &hello) {
-            Ok(_) => {}
-            Err(e @ telemetry::WireError::Refused(_)) => {
+    /// Logs a refusal (wrong token) once; the sender keeps its frames and
+    /// tries again later.
+    fn check(&mut self, r: Result<(), telemetry::WireError>) {
+        if let Err(e) = r {
+            if !self.refused {
                 log::error!("{} refused the agent: {e}", self.id.to);
-                return Err(e);
             }
-            Err(e) => return Err(e),
+            self.refused = true;
         }
-        self.out = Some(BufWriter::with_capacity(1 << 20, stream));
-        for s in self.declared.clone() {
-            if let Err(e) = self.write_series(&s) {
-                self.lost(&e);
-                return Err(telemetry::WireError::BadControl(e.to_string()));
-            }
-        }
-        let n = self.stats.connections.fetch_add(1, Ordering::Relaxed) + 1;
-        self.stats.connected.store(true, Ordering::Relaxed);
-        log::info!(
-            "connected to {} (connection {n}, from sequence {})",
-            self.id.to,
-            self.next_seq
-        );
-        Ok(())
     }
 
-    fn write_series(&mut self, s: &SeriesTags) -> std::io::Result<()> {
-        let mut f = Vec::new();
-        wire::encode_control(FrameType::Series, 0, sender::now_us(), &s.encode(), &mut f)
-            .map_err(std::io::Error::other)?;
-        match self.out.as_mut() {
-            Some(out) => out.write_all(&f),
-            None => Ok(()),
-        }
+    fn publish(&self) {
+        let s = &self.stats;
+        s.connected
+            .store(self.sender.connected(), Ordering::Relaxed);
+        s.connections.store(
+            self.resend.connections.load(Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
+        s.acked.store(
+            self.resend.records_acked.load(Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
+        s.resent_frames.store(
+            self.resend.frames_resent.load(Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
     }
 }

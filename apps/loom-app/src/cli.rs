@@ -6,11 +6,14 @@ use clap::Parser;
 
 use endpoint::output::parse_window;
 
+use crate::counters::DEFAULT_MAX_CONNECTIONS;
 use crate::ingest::TimestampMode;
 use crate::queries::Query;
 
-/// Receive telemetry over TCP and store it in Loom.
-#[derive(Parser, Debug)]
+/// Receive telemetry over TCP and store it in Loom: every setting of
+/// `loom-app`, the flags (`Cli::parse`) or built in code from
+/// `Cli::default()` (the flags' defaults); the library calls it `Config`.
+#[derive(Parser, Debug, Clone)]
 #[command(
     name = "loom-app",
     about = "Receive telemetry over TCP and store it in Loom"
@@ -106,6 +109,12 @@ pub struct Cli {
     /// Also print `ANSWER ...` lines for scripts and tests.
     #[arg(long)]
     pub machine_output: bool,
+    /// Once every listener is bound, write `{"pid":…, "tcp":"ip:port",
+    /// "http":…, "otlp_grpc":…, "otlp_http":…}` here (`null` for one that
+    /// is off; written to a temporary file and renamed), so a supervisor or
+    /// a test can pass port 0 everywhere and learn the ports.
+    #[arg(long, value_name = "PATH")]
+    pub ready_file: Option<PathBuf>,
     /// Messages the ingest queue holds before receivers drop (a message is the frames that
     /// arrived together on one connection, up to 256 KiB).
     #[arg(long, default_value_t = 4096)]
@@ -125,6 +134,12 @@ pub struct Cli {
     /// flight.
     #[arg(long, default_value_t = 1000)]
     pub persist_interval_ms: u64,
+    /// While frames of acknowledged TCP senders (wire protocol 2, HELLO
+    /// flag "acks wanted") wait to be durable, persist at least every this
+    /// many ms: their acknowledgement latency is about this plus the
+    /// reorder window, and it bounds what such a sender must keep.
+    #[arg(long, default_value_t = 100)]
+    pub ack_interval_ms: u64,
     /// zstd level of the chunks written to disk (compressed off the ingest
     /// thread); 0 stores them uncompressed.
     #[arg(long, default_value_t = 3)]
@@ -158,6 +173,10 @@ pub struct Cli {
     /// Largest HTTP request body, bytes.
     #[arg(long, default_value_t = 1 << 20)]
     pub http_max_body_bytes: usize,
+    /// Largest `/write` body (line protocol), bytes, as sent and once
+    /// decompressed (InfluxDB's default `max-body-size`).
+    #[arg(long, default_value_t = 25_000_000)]
+    pub http_max_write_bytes: usize,
     /// Queries the HTTP API runs at once.
     #[arg(long, default_value_t = 1)]
     pub http_query_threads: usize,
@@ -214,6 +233,20 @@ pub struct Cli {
     /// Threads serving OTLP requests (decoding and converting them).
     #[arg(long, default_value_t = 2)]
     pub otlp_threads: usize,
+    /// Most connections open at once on each listener (telemetry stream,
+    /// InfluxDB API, OTLP/gRPC, OTLP/HTTP, each its own budget); one more
+    /// is closed as soon as it is accepted, counted and logged once per
+    /// 10 s. Each telemetry-stream connection has its receiving thread, so
+    /// this also bounds those threads.
+    #[arg(long, default_value_t = DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: usize,
+    /// A telemetry-stream sender must complete a frame at least this
+    /// often, and an OTLP connection must get an answer this often, or it
+    /// is closed (idle and slowloris senders alike), ms. Above
+    /// --otlp-read-timeout-ms + --otlp-ack-timeout-ms. The InfluxDB API
+    /// closes idle connections after its own 10 s header-read timeout.
+    #[arg(long, default_value_t = 60_000)]
+    pub idle_timeout_ms: u64,
     /// Export durable records as Parquet (hive layout, exactly once) to this
     /// target every --export-interval-s: a directory, file:///dir or
     /// s3://bucket/prefix (credentials and endpoint from AWS_* variables).
@@ -227,6 +260,13 @@ pub struct Cli {
     /// Default: the machine's hostname.
     #[arg(long)]
     pub host: Option<String>,
+}
+
+impl Default for Cli {
+    /// Every flag at its default (what a plain `loom-app` runs with).
+    fn default() -> Self {
+        Cli::parse_from(["loom-app"])
+    }
 }
 
 impl Cli {
@@ -279,6 +319,19 @@ impl Cli {
         anyhow::ensure!(
             self.otlp_ack_timeout_ms > 0,
             "--otlp-ack-timeout-ms must be positive"
+        );
+        anyhow::ensure!(
+            self.max_connections > 0,
+            "--max-connections must be positive"
+        );
+        anyhow::ensure!(
+            self.idle_timeout_ms
+                > self
+                    .otlp_read_timeout_ms
+                    .saturating_add(self.otlp_ack_timeout_ms),
+            "--idle-timeout-ms {} must be above --otlp-read-timeout-ms + --otlp-ack-timeout-ms ({} ms): an OTLP request is answered within those",
+            self.idle_timeout_ms,
+            self.otlp_read_timeout_ms.saturating_add(self.otlp_ack_timeout_ms)
         );
         Ok(())
     }

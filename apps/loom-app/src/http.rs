@@ -1,12 +1,14 @@
 //! Starts the InfluxDB 1.x query API beside ingest.
 
 use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use influxql::http::{serve, HttpConfig, ServerHandle};
+
+use influxql::http::{serve_with_writes, HttpConfig, ServerHandle, WriteSink};
 use influxql::parse::TextLimits;
-use loom::Reader;
+use loom::{ConnectionGate, Reader};
 
 use crate::cli::Cli;
 
@@ -26,9 +28,15 @@ pub fn auth_token(cli: &Cli) -> anyhow::Result<Option<String>> {
     Ok(Some(t))
 }
 
-/// Starts the API as the flags ask; `None` when it is off or the default
-/// port is taken (with a warning).
-pub fn start(cli: &Cli, reader: Reader) -> anyhow::Result<Option<ServerHandle>> {
+/// Starts the API as the flags ask, `/write` bodies going to `writes`;
+/// `None` when it is off or the default port is taken (with a warning).
+/// `gate` bounds its open connections (`--max-connections`).
+pub fn start(
+    cli: &Cli,
+    reader: Reader,
+    writes: Option<Arc<dyn WriteSink>>,
+    gate: Arc<ConnectionGate>,
+) -> anyhow::Result<Option<ServerHandle>> {
     let explicit = cli.http.is_some();
     let addr = cli.http.as_deref().unwrap_or(DEFAULT_HTTP_ADDR);
     if addr == "off" {
@@ -55,14 +63,17 @@ pub fn start(cli: &Cli, reader: Reader) -> anyhow::Result<Option<ServerHandle>> 
         query_timeout: Duration::from_millis(cli.http_query_timeout_ms),
         max_rows: cli.http_max_rows,
         max_body_bytes: cli.http_max_body_bytes,
+        max_write_bytes: cli.http_max_write_bytes,
         query_threads: cli.http_query_threads,
         text_limits: TextLimits {
             max_bytes: cli.http_max_query_bytes,
             max_statements: cli.http_max_statements,
         },
+        gate: Some(gate),
         ..HttpConfig::default()
     };
-    let server = serve(listener, reader, cfg).context("starting the HTTP API")?;
+    let server =
+        serve_with_writes(listener, reader, cfg, writes).context("starting the HTTP API")?;
     println!("InfluxDB API on http://{}", server.local_addr());
     Ok(Some(server))
 }
@@ -77,7 +88,12 @@ mod tests {
         let (_w, reader) = loom::open(dir.path(), loom::Config::default())?;
         let mut all = vec!["loom-app"];
         all.extend_from_slice(args);
-        start(&Cli::try_parse_from(all)?, reader)
+        start(
+            &Cli::try_parse_from(all)?,
+            reader,
+            None,
+            ConnectionGate::new("test", 4),
+        )
     }
 
     #[test]

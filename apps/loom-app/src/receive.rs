@@ -13,7 +13,7 @@ pub enum Msg {
     ConnectionEnded,
     /// Records of one OTLP export request, shaped for the engine (series
     /// id, the item's own time, bytes), and where to answer what became of
-    /// them (durable acknowledgements); see `crate::otlp_ingest`.
+    /// them (durable acknowledgements); see the `otlp_ingest` module.
     Otlp(
         Vec<otlp::Shaped>,
         Option<tokio::sync::oneshot::Sender<Taken>>,

@@ -168,6 +168,8 @@ pub struct Reorder<T: Keyed> {
     newest: u64,
     sources: FxHashMap<T::Key, SourceRuns<T>>,
     held: usize,
+    /// The time up to which the last release released everything.
+    released: u64,
 }
 
 impl<T: Keyed> Reorder<T> {
@@ -178,6 +180,7 @@ impl<T: Keyed> Reorder<T> {
             newest: 0,
             sources: FxHashMap::default(),
             held: 0,
+            released: 0,
         }
     }
 
@@ -193,6 +196,7 @@ impl<T: Keyed> Reorder<T> {
     pub fn release(&mut self, out: &mut Vec<Timed<T>>) {
         let upto = self.newest.saturating_sub(self.window_us);
         self.release_upto(upto, out);
+        self.released = self.released.max(upto);
     }
 
     /// Appends every held record to `out` (end of ingest).
@@ -211,6 +215,11 @@ impl<T: Keyed> Reorder<T> {
     /// Records held now.
     pub fn held(&self) -> usize {
         self.held
+    }
+
+    /// Every record held is later than this (`None`: none is held).
+    pub fn released_through(&self) -> Option<u64> {
+        (self.held > 0).then_some(self.released)
     }
 }
 

@@ -1,23 +1,42 @@
 //! The progress line, once per report interval.
 
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::counters::Counters;
-use endpoint::output::sleep_unless;
 
 /// Prints `Records received: r, dropped: d, total received R dropped D,
-/// not stored n, late m, otlp accepted a rejected j throttled t` every
-/// `interval` until `finished` (the first part is what `figures/` parses;
-/// `not stored` counts records the engine refused, `late` records refused
+/// not stored n, late m, otlp accepted a rejected j throttled t,
+/// connections open o refused f closed idle i, write points stored w
+/// refused x late y bad lines z` once per
+/// [`Progress::print`] (the first part is what `figures/` parses; `not
+/// stored` counts records the engine refused, `late` records refused
 /// because they were older than their source's newest stored record; the
 /// OTLP counts are items acknowledged and refused in partial-success
 /// responses, and requests told to retry later; `received` includes every
-/// OTLP item received).
-pub fn run(counters: Arc<Counters>, finished: Arc<AtomicBool>, interval: Duration) {
-    let mut last = [0u64; 7];
-    while sleep_unless(&finished, interval) {
+/// OTLP item received; `connections open` is the sum over the listeners
+/// now, `refused` those over `--max-connections` and `closed idle` those
+/// closed for idling or sending too slowly, in the interval; the `/write`
+/// counts are points stored, points refused for any reason (`late` among
+/// them) and lines that were not line protocol). Interval values are since
+/// the previous line.
+pub struct Progress {
+    counters: Arc<Counters>,
+    last: [u64; 13],
+}
+
+impl Progress {
+    /// Counts from zero (the app's start).
+    pub fn new(counters: Arc<Counters>) -> Self {
+        Progress {
+            counters,
+            last: [0; 13],
+        }
+    }
+
+    /// Prints one progress line.
+    pub fn print(&mut self) {
+        let counters = &self.counters;
+        let last = self.last;
         let now = [
             Counters::get(&counters.recv.records_received),
             Counters::get(&counters.recv.records_dropped),
@@ -26,9 +45,16 @@ pub fn run(counters: Arc<Counters>, finished: Arc<AtomicBool>, interval: Duratio
             Counters::get(&counters.otlp_accepted),
             Counters::get(&counters.otlp_rejected),
             Counters::get(&counters.otlp_throttled),
+            counters.gates.refused(),
+            counters.gates.timed_out(),
+            Counters::get(&counters.write.points_stored),
+            Counters::get(&counters.write.points_refused),
+            Counters::get(&counters.write.refused_late),
+            Counters::get(&counters.write.bad_lines),
         ];
+        let open: usize = counters.gates.all().iter().map(|g| g.open()).sum();
         println!(
-            "Records received: {}, dropped: {}, total received {} dropped {}, not stored {}, late {}, otlp accepted {} rejected {} throttled {}",
+            "Records received: {}, dropped: {}, total received {} dropped {}, not stored {}, late {}, otlp accepted {} rejected {} throttled {}, connections open {} refused {} closed idle {}, write points stored {} refused {} late {} bad lines {}",
             now[0] - last[0],
             now[1] - last[1],
             now[0],
@@ -37,8 +63,15 @@ pub fn run(counters: Arc<Counters>, finished: Arc<AtomicBool>, interval: Duratio
             now[3] - last[3],
             now[4] - last[4],
             now[5] - last[5],
-            now[6] - last[6]
+            now[6] - last[6],
+            open,
+            now[7] - last[7],
+            now[8] - last[8],
+            now[9] - last[9],
+            now[10] - last[10],
+            now[11] - last[11],
+            now[12] - last[12]
         );
-        last = now;
+        self.last = now;
     }
 }

@@ -4,16 +4,19 @@
 //! force over the recording. Also `loom query --store` on the store while
 //! loom-app still writes it, and after loom-app is SIGKILLed.
 
-use std::io::{BufRead, BufReader};
+// A behaviour test reads top to bottom as one scenario; the function-length
+// rule (clippy.toml) is for code outside tests.
+#![allow(clippy::too_many_lines)]
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use replay::gen::{generate_file, GenConfig, Phase};
-use replay::tcp::{connect_with_retry, run, ReplayConfig};
+use replay::{connect_with_retry, run_paced as run, ReplayConfig};
+use replay::{generate_file, GenConfig, Phase};
 use serde_json::{json, Value};
 use telemetry::{KvOpKind, Record, RecordingReader};
+use testing::LoomApp;
 
 const T0: u64 = 2_000_000;
 const T1: u64 = 9_000_000;
@@ -115,67 +118,14 @@ fn questions(t: &Truth) -> Vec<(String, Vec<&'static str>, Vec<Value>)> {
     ]
 }
 
-struct App {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-}
-
-impl App {
-    fn wait_for(&self, prefix: &str) -> String {
-        let end = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < end {
-            if let Ok(l) = self.lines.recv_timeout(Duration::from_millis(200)) {
-                if let Some(rest) = l.strip_prefix(prefix) {
-                    return rest.to_string();
-                }
-            }
-        }
-        panic!("loom-app never printed {prefix:?}");
-    }
-}
-
-impl Drop for App {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_app(store: &Path) -> (App, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_loom-app"))
-        .args([
-            "--addr",
-            "127.0.0.1:0",
-            "--http",
-            "127.0.0.1:0",
-            "--timestamps",
-            "event",
-            "--event-offset-us",
-            "0",
-            "--query",
-            "probe-effect",
-            "--persist-interval-ms",
-            "200",
-            "--queue-capacity",
-            "1000000",
-            "--loom-path",
-        ])
-        .arg(store)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn loom-app");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for l in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(l);
-        }
-    });
-    let app = App { child, lines: rx };
-    let first = app.wait_for("loom-app listening on ");
-    let tcp = first.split(',').next().expect("tcp address").to_string();
-    let http = app.wait_for("InfluxDB API on http://");
+fn start_app(store: &Path) -> (LoomApp, String, String) {
+    let app = LoomApp::builder()
+        .event_times()
+        .args(["--query", "probe-effect", "--persist-interval-ms", "200"])
+        .deep_queue()
+        .store(store)
+        .start();
+    let (tcp, http) = (app.tcp(), app.http());
     (app, tcp, http)
 }
 
@@ -187,6 +137,7 @@ fn replay_into(rec: &Path, addr: &str) {
         speed: 1.0,
         no_wait: true,
         connect_timeout_s: 60.0,
+        loops: None,
     };
     let stream = connect_with_retry(&cfg.addr, 60.0, |_| {}).expect("connect");
     run(&cfg, stream, |_| {}, || false).expect("replay");
@@ -337,13 +288,7 @@ fn influx_cli_and_python_client_match_brute_force() {
     // what is durable (persisted every 200 ms; the replay is done).
     std::thread::sleep(Duration::from_millis(600));
     let loom = |q: &str| -> Value {
-        let bin = Path::new(env!("CARGO_BIN_EXE_loom-app")).with_file_name("loom");
-        assert!(
-            bin.exists(),
-            "{} missing: build the loom CLI (cargo build -p loom-cli)",
-            bin.display()
-        );
-        let o = Command::new(bin)
+        let o = Command::new(testing::binary("loom"))
             .args(["query", "--format", "json", "--store"])
             .arg(&store)
             .arg(q)

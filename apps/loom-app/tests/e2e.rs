@@ -2,16 +2,18 @@
 //! binary (event timestamps), every answer checked against brute force over
 //! the recording, while two other connections send garbage and get closed.
 
-use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+// A behaviour test reads top to bottom as one scenario; the function-length
+// rule (clippy.toml) is for code outside tests.
+#![allow(clippy::too_many_lines)]
 
-use replay::gen::{generate_file, GenConfig, Phase};
-use replay::tcp::{connect_with_retry, run, ReplayConfig};
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+
+use replay::{connect_with_retry, run_paced as run, ReplayConfig};
+use replay::{generate_file, GenConfig, Phase};
 use telemetry::{KvOpKind, Record, RecordingReader};
+use testing::{fields, LoomApp};
 
 const T0: u64 = 3_000_000;
 const T1: u64 = 15_000_000;
@@ -70,20 +72,13 @@ fn brute_force_storing(path: &std::path::Path, refuse_late: bool) -> Truth {
     t
 }
 
-fn fields(line: &str) -> HashMap<String, String> {
-    line.split_whitespace()
-        .filter_map(|kv| kv.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
 fn latency_fields(v: &[u64]) -> (String, String, String) {
     let show = |x: Option<u64>| x.map_or("none".to_string(), |x| x.to_string());
     (
         v.len().to_string(),
         show(v.last().copied()),
         // The named questions run InfluxQL's percentile(): InfluxDB 1.x's rank.
-        show(influxql::exec::influx_rank(v.len() as u64, 99.99).map(|r| v[r as usize - 1])),
+        show(influxql::influx_rank(v.len() as u64, 99.99).map(|r| v[r as usize - 1])),
     )
 }
 
@@ -113,57 +108,25 @@ fn replay_into_loom_app_matches_brute_force_and_survives_garbage() {
     assert!(truth.kv_reads.len() > 10_000 && truth.page_cache > 0 && !truth.pread.is_empty());
     assert!(truth.slow_reads > 0);
 
-    let mut app = Command::new(env!("CARGO_BIN_EXE_loom-app"))
+    let window = format!("{T0},{T1}");
+    let app = LoomApp::builder()
+        .event_times()
         .args([
-            "--addr",
-            "127.0.0.1:0",
-            "--timestamps",
-            "event",
-            "--event-offset-us",
-            "0",
             "--query",
             "rocksdb-p1,rocksdb-p2,rocksdb-p3,ablation-timerange,ablation-noindex,ablation-onlytime,ablation-onlyrange",
             "--query-at-end",
             "--query-window-us",
-            &format!("{T0},{T1}"),
+            &window,
             "--stop-after-connections",
             "3",
             "--machine-output",
-            "--queue-capacity",
-            "1000000",
             "--report-interval-s",
             "1",
-            "--loom-path",
         ])
-        .arg(dir.path().join("store"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn loom-app");
-    let stdout = app.stdout.take().expect("stdout");
-    let stderr = app.stderr.take().expect("stderr");
-    let err_thread = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = BufReader::new(stderr).read_to_string(&mut s);
-        s
-    });
-    let (tx, rx) = mpsc::channel::<String>();
-    let out_thread = std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            let _ = tx.send(line);
-        }
-    });
-    // First line names the bound address.
-    let first = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("loom-app started");
-    let addr = first
-        .split("listening on ")
-        .nth(1)
-        .and_then(|s| s.split(',').next())
-        .expect("address in first line")
-        .to_string();
+        .deep_queue()
+        .store(&dir.path().join("store"))
+        .start();
+    let addr = app.tcp();
 
     let replay_cfg = ReplayConfig {
         file_path: rec.clone(),
@@ -172,6 +135,7 @@ fn replay_into_loom_app_matches_brute_force_and_survives_garbage() {
         speed: 10.0,
         no_wait: false,
         connect_timeout_s: 60.0,
+        loops: None,
     };
     let replay = std::thread::spawn(move || {
         let stream = connect_with_retry(&replay_cfg.addr, 60.0, |_| {}).expect("connect");
@@ -190,26 +154,12 @@ fn replay_into_loom_app_matches_brute_force_and_survives_garbage() {
 
     let summary = replay.join().expect("replay thread");
     assert_eq!(summary.records, truth.total);
-    let status = app.wait().expect("wait loom-app");
-    out_thread.join().expect("stdout thread");
-    let lines: Vec<String> = std::iter::once(first).chain(rx.try_iter()).collect();
-    let stderr = err_thread.join().expect("stderr thread");
-    let all = lines.join("\n");
-    assert!(status.success(), "loom-app failed: {all}\n{stderr}");
+    let end = app.wait();
+    let (all, stderr) = (end.all(), &end.stderr);
+    assert!(end.success(), "loom-app failed: {all}\n{stderr}");
 
-    let answer = |q: &str| -> HashMap<String, String> {
-        let line = lines
-            .iter()
-            .find(|l| l.starts_with(&format!("ANSWER query={q} ")))
-            .unwrap_or_else(|| panic!("no answer for {q} in:\n{all}\n{stderr}"));
-        fields(line)
-    };
-    let stats = fields(
-        lines
-            .iter()
-            .find(|l| l.starts_with("STATS "))
-            .unwrap_or_else(|| panic!("no STATS line in:\n{all}")),
-    );
+    let answer = |q: &str| end.answer(q);
+    let stats = end.stats();
     // Every record of the good connection arrived and was stored.
     assert_eq!(stats["received"], truth.total.to_string(), "{all}");
     assert_eq!(stats["dropped"], "0", "{all}");
@@ -258,40 +208,24 @@ fn replay_into_loom_app_matches_brute_force_and_survives_garbage() {
 /// Runs loom-app on `rec` (event times as recorded, the P1/P2 questions at
 /// the end over [T0, T1]) with `extra` flags; returns its stdout lines.
 fn answers_for(rec: &std::path::Path, store: &std::path::Path, extra: &[&str]) -> Vec<String> {
-    let mut app = Command::new(env!("CARGO_BIN_EXE_loom-app"))
+    let window = format!("{T0},{T1}");
+    let app = LoomApp::builder()
+        .event_times()
         .args([
-            "--addr",
-            "127.0.0.1:0",
-            "--timestamps",
-            "event",
-            "--event-offset-us",
-            "0",
             "--query",
             "rocksdb-p1,rocksdb-p2",
             "--query-at-end",
             "--query-window-us",
-            &format!("{T0},{T1}"),
+            &window,
             "--stop-after-connections",
             "1",
             "--machine-output",
-            "--queue-capacity",
-            "1000000",
         ])
-        .args(extra)
-        .arg("--loom-path")
-        .arg(store)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn loom-app");
-    let mut lines = BufReader::new(app.stdout.take().expect("stdout")).lines();
-    let first = lines.next().expect("a first line").expect("read");
-    let addr = first
-        .split("listening on ")
-        .nth(1)
-        .and_then(|s| s.split(',').next())
-        .expect("address in first line")
-        .to_string();
+        .deep_queue()
+        .args(extra.iter().copied())
+        .store(store)
+        .start();
+    let addr = app.tcp();
     let cfg = ReplayConfig {
         file_path: rec.to_path_buf(),
         addr,
@@ -299,12 +233,13 @@ fn answers_for(rec: &std::path::Path, store: &std::path::Path, extra: &[&str]) -
         speed: 20.0,
         no_wait: false,
         connect_timeout_s: 60.0,
+        loops: None,
     };
     let stream = connect_with_retry(&cfg.addr, 60.0, |_| {}).expect("connect");
     run(&cfg, stream, |_| {}, || false).expect("replay");
-    let out: Vec<String> = lines.map_while(Result::ok).collect();
-    assert!(app.wait().expect("wait").success());
-    out
+    let end = app.wait();
+    assert!(end.success(), "{}\n{}", end.all(), end.stderr);
+    end.lines
 }
 
 #[test]

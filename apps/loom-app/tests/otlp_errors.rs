@@ -4,6 +4,10 @@
 //! protocol requires. The series limit answers with partial success and
 //! holds across a restart. Requests are real gRPC (tonic) and HTTP/1.1.
 
+// A behaviour test reads top to bottom as one scenario; the function-length
+// rule (clippy.toml) is for code outside tests.
+#![allow(clippy::too_many_lines)]
+
 #[path = "support/otlp.rs"]
 mod support;
 

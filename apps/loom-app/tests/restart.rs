@@ -2,18 +2,20 @@
 //! two runs append to one store, and a SIGKILLed run loses at most the
 //! persist interval.
 
+// A behaviour test reads top to bottom as one scenario; the function-length
+// rule (clippy.toml) is for code outside tests.
+#![allow(clippy::too_many_lines)]
+
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use loom::SourceId;
-use replay::gen::{generate_file, GenConfig, Phase};
-use replay::stats::percentile_nearest_rank;
-use replay::tcp::{connect_with_retry, run, ReplayConfig};
+use replay::percentile_nearest_rank;
+use replay::{connect_with_retry, run_paced as run, ReplayConfig};
+use replay::{generate_file, GenConfig, Phase};
 use telemetry::{KvOpKind, Record, RecordingReader};
+use testing::LoomApp;
 
 /// Records of the recording, by source, in send order (stored bytes).
 fn by_source(path: &Path) -> HashMap<u64, Vec<(u64, Vec<u8>)>> {
@@ -44,50 +46,12 @@ fn kv_read_latencies(path: &Path) -> Vec<u64> {
     v
 }
 
-struct App {
-    child: Child,
-    addr: String,
-    /// Lines printed before the address (the reopen report).
-    opening: Vec<String>,
-    lines: mpsc::Receiver<(Instant, String)>,
-}
-
-fn start_app(store: &Path, extra: &[&str]) -> App {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_loom-app"))
-        .args(["--addr", "127.0.0.1:0", "--query", "probe-effect"])
-        .args(extra)
-        .arg("--loom-path")
-        .arg(store)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn loom-app");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send((Instant::now(), line)).is_err() {
-                break;
-            }
-        }
-    });
-    let mut opening = Vec::new();
-    let addr = loop {
-        let (_, line) = rx
-            .recv_timeout(Duration::from_secs(60))
-            .expect("loom-app printed its address");
-        if let Some(rest) = line.split("listening on ").nth(1) {
-            break rest.split(',').next().unwrap_or_default().to_string();
-        }
-        opening.push(line);
-    };
-    App {
-        child,
-        addr,
-        opening,
-        lines: rx,
-    }
+fn start_app(store: &Path, extra: &[&str]) -> LoomApp {
+    LoomApp::builder()
+        .args(["--query", "probe-effect"])
+        .args(extra.iter().copied())
+        .store(store)
+        .start()
 }
 
 fn replay_into(addr: &str, rec: &Path, speed: f64) -> std::thread::JoinHandle<()> {
@@ -98,6 +62,7 @@ fn replay_into(addr: &str, rec: &Path, speed: f64) -> std::thread::JoinHandle<()
         speed,
         no_wait: false,
         connect_timeout_s: 60.0,
+        loops: None,
     };
     std::thread::spawn(move || {
         let stream = connect_with_retry(&cfg.addr, 60.0, |_| {}).expect("connect");
@@ -127,16 +92,14 @@ fn two_runs_append_to_one_store() {
     let sent: u64 = by_source(&rec).values().map(|v| v.len() as u64).sum();
     let mut outputs = Vec::new();
     for _ in 0..2 {
-        let mut app = start_app(
+        let app = start_app(
             &store,
             &["--timestamps", "event", "--stop-after-connections", "1"],
         );
-        replay_into(&app.addr, &rec, 20.0).join().expect("replay");
-        let status = app.child.wait().expect("wait");
-        assert!(status.success());
-        let mut out = app.opening.clone();
-        out.extend(app.lines.try_iter().map(|(_, l)| l));
-        outputs.push(out);
+        replay_into(&app.tcp(), &rec, 20.0).join().expect("replay");
+        let end = app.wait();
+        assert!(end.success());
+        outputs.push(end.lines);
     }
     let second = outputs[1].join("\n");
     assert!(second.contains("reopened "), "{second}");
@@ -216,18 +179,18 @@ fn sigkill_loses_at_most_the_persist_interval() {
             ],
         );
         let mut app = app;
-        let replay = replay_into(&app.addr, &rec, 1.0);
+        let replay = replay_into(&app.tcp(), &rec, 1.0);
         let wait_ms = 1500 + next(&mut seed) % 3000;
         std::thread::sleep(Duration::from_millis(wait_ms));
         let killed_at = Instant::now();
         // Child::kill sends SIGKILL.
-        app.child.kill().expect("SIGKILL loom-app");
-        let _ = app.child.wait();
+        app.process.kill();
         let _ = replay.join();
         // Records received by each progress line, and when it was read.
         let progress: Vec<(Instant, u64)> = app
-            .lines
-            .try_iter()
+            .process
+            .timed_lines_so_far()
+            .into_iter()
             .filter_map(|(t, l)| {
                 let total = l.split("total received ").nth(1)?;
                 Some((t, total.split_whitespace().next()?.parse().ok()?))

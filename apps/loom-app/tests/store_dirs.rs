@@ -6,12 +6,11 @@
 //! a store directory that cannot be created is an error naming the path and
 //! the flag.
 
-use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::Command;
+
+use testing::{Builder, LoomApp};
 
 /// `nobody` on Debian.
 const NOBODY: u32 = 65534;
@@ -21,57 +20,19 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// loom-app with every listener on a free loopback port or off.
-fn app(extra: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_loom-app"));
-    c.args([
-        "--addr",
-        "127.0.0.1:0",
-        "--http",
-        "off",
-        "--otlp-grpc",
-        "off",
-    ])
-    .args(["--otlp-http", "off"])
-    .args(extra)
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    c
+/// loom-app with only the telemetry stream (on a free loopback port), plus `extra`.
+fn app<'a>(extra: &[&str]) -> Builder<'a> {
+    LoomApp::builder()
+        .tcp_only()
+        .args(extra.iter().map(|a| a.to_string()))
 }
 
-/// Starts `cmd`, waits for its listening line, stops it with SIGINT and
-/// returns every stdout line.
-fn start_and_stop(mut cmd: Command) -> Vec<String> {
-    let mut child: Child = cmd.spawn().expect("spawn loom-app");
-    let (tx, rx) = mpsc::channel();
-    let stdout = child.stdout.take().expect("stdout");
-    std::thread::spawn(move || {
-        for l in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(l);
-        }
-    });
-    let mut lines = Vec::new();
-    let end = Instant::now() + Duration::from_secs(60);
-    while !lines
-        .iter()
-        .any(|l: &String| l.starts_with("loom-app listening on"))
-    {
-        assert!(Instant::now() < end, "loom-app did not start: {lines:?}");
-        if let Ok(l) = rx.recv_timeout(Duration::from_millis(100)) {
-            lines.push(l);
-        }
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("loom-app exited with {status}: {lines:?}");
-        }
-    }
-    // SAFETY: signalling our own child process by its pid.
-    assert_eq!(
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
-        0
-    );
-    assert!(child.wait().expect("wait").success());
-    lines.extend(rx.iter());
-    lines
+/// Starts loom-app (`customize` changing the command), waits until it
+/// listens, stops it with SIGINT and returns every stdout line.
+fn start_and_stop<'a>(app: Builder<'a>, customize: impl FnOnce(&mut Command) + 'a) -> Vec<String> {
+    let end = app.customize(customize).start().stop();
+    assert!(end.success(), "{}\n{}", end.all(), end.stderr);
+    end.lines
 }
 
 #[test]
@@ -80,15 +41,15 @@ fn a_plain_start_keeps_its_store_in_the_users_data_directory_and_asks_nothing() 
     std::fs::set_permissions(xdg.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
     let want = xdg.path().join("loom");
     for round in 0..2 {
-        let mut cmd = app(&[]);
-        cmd.env("XDG_DATA_HOME", xdg.path())
-            .env("HOME", "/nonexistent");
-        if is_root() {
-            // As root the default is /var/lib/loom; run as nobody to see the
-            // per-user default without touching the host's directory.
-            cmd.uid(NOBODY).gid(NOBODY);
-        }
-        let lines = start_and_stop(cmd);
+        let lines = start_and_stop(app(&[]), |cmd| {
+            cmd.env("XDG_DATA_HOME", xdg.path())
+                .env("HOME", "/nonexistent");
+            if is_root() {
+                // As root the default is /var/lib/loom; run as nobody to see the
+                // per-user default without touching the host's directory.
+                cmd.uid(NOBODY).gid(NOBODY);
+            }
+        });
         let listening = lines
             .iter()
             .find(|l| l.starts_with("loom-app listening on"))
@@ -112,7 +73,10 @@ fn a_plain_start_keeps_its_store_in_the_users_data_directory_and_asks_nothing() 
 #[test]
 fn a_temp_store_is_deleted_at_exit_and_a_named_store_is_not() {
     let base = tempfile::tempdir().expect("tempdir");
-    let lines = start_and_stop(app(&["--temp-store", &base.path().display().to_string()]));
+    let lines = start_and_stop(
+        app(&["--temp-store", &base.path().display().to_string()]),
+        |_| {},
+    );
     assert!(
         lines
             .iter()
@@ -122,11 +86,10 @@ fn a_temp_store_is_deleted_at_exit_and_a_named_store_is_not() {
     assert_eq!(std::fs::read_dir(base.path()).expect("read").count(), 0);
 
     let kept = base.path().join("kept");
-    let lines = start_and_stop(app(&[
-        "--temp-store",
-        &kept.display().to_string(),
-        "--keep-data",
-    ]));
+    let lines = start_and_stop(
+        app(&["--temp-store", &kept.display().to_string(), "--keep-data"]),
+        |_| {},
+    );
     assert!(
         lines.iter().any(|l| l.starts_with("store kept in")),
         "{lines:?}"
@@ -134,7 +97,7 @@ fn a_temp_store_is_deleted_at_exit_and_a_named_store_is_not() {
     assert_eq!(std::fs::read_dir(&kept).expect("read").count(), 1);
 
     let named = base.path().join("named");
-    start_and_stop(app(&["--loom-path", &named.display().to_string()]));
+    start_and_stop(app(&["--loom-path", &named.display().to_string()]), |_| {});
     assert!(std::fs::read_dir(&named).expect("kept").count() > 0);
 }
 
@@ -147,11 +110,11 @@ fn a_store_directory_that_cannot_be_created_names_the_path_and_the_flag() {
         ("--loom-path", file.join("store")),
         ("--temp-store", file.join("scratch")),
     ] {
-        let out = app(&[flag, &path.display().to_string()])
-            .output()
-            .expect("run loom-app");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success());
+        let Err(out) = app(&[flag, &path.display().to_string()]).try_start() else {
+            panic!("loom-app started with {flag} {}", path.display());
+        };
+        let err = &out.stderr;
+        assert!(!out.success());
         assert!(err.contains(&path.display().to_string()), "{err}");
         assert!(err.contains(&format!("with {flag} DIR")), "{err}");
     }

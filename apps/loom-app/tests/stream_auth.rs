@@ -4,38 +4,27 @@
 //! auth_refused), the right one is welcomed and its records stored with
 //! the tags host and comm.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use telemetry::wire::{self, sender, FrameType, Hello, SeriesTags};
 use telemetry::{Batch, Record, RunQueue};
-
-fn app() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_loom-app"))
-}
+use testing::LoomApp;
 
 #[test]
 fn non_loopback_addr_needs_a_token_file() {
     let dir = tempfile::tempdir().unwrap();
-    let out = app()
-        .args([
-            "--addr",
-            "0.0.0.0:0",
-            "--http",
-            "off",
-            "--otlp-grpc",
-            "off",
-            "--otlp-http",
-            "off",
-        ])
-        .arg("--loom-path")
-        .arg(dir.path().join("s"))
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let Err(out) = LoomApp::builder()
+        .addr("0.0.0.0:0")
+        .tcp_only()
+        .store(&dir.path().join("s"))
+        .try_start()
+    else {
+        panic!("loom-app listened on 0.0.0.0 without a token");
+    };
+    assert!(!out.success());
+    let err = &out.stderr;
     assert!(err.contains("--auth-token-file"), "{err}");
 }
 
@@ -55,35 +44,13 @@ fn wrong_or_missing_tokens_are_closed_and_the_right_one_stores() {
     let dir = tempfile::tempdir().unwrap();
     let token_file = dir.path().join("token");
     std::fs::write(&token_file, "s3cret\n").unwrap();
-    let mut child = app()
-        .args([
-            "--addr",
-            "127.0.0.1:0",
-            "--http",
-            "off",
-            "--otlp-grpc",
-            "off",
-            "--otlp-http",
-            "off",
-        ])
-        .args(["--machine-output", "--report-interval-s", "60"])
-        .arg("--auth-token-file")
-        .arg(&token_file)
-        .arg("--loom-path")
-        .arg(dir.path().join("s"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let addr = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .find_map(|l| {
-            l.strip_prefix("loom-app listening on ")
-                .map(|r| r.split(',').next().unwrap().to_string())
-        })
-        .expect("listening line");
+    let app = LoomApp::builder()
+        .tcp_only()
+        .machine_quiet()
+        .token_file(&token_file)
+        .store(&dir.path().join("s"))
+        .start();
+    let addr = app.tcp();
     let connect = || {
         let s = TcpStream::connect(&addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -122,14 +89,8 @@ fn wrong_or_missing_tokens_are_closed_and_the_right_one_stores() {
     s.write_all(&f).unwrap();
     drop(s);
     std::thread::sleep(Duration::from_millis(1500));
-    // SAFETY: kill with a valid pid and signal.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let rest: Vec<String> = lines.map_while(Result::ok).collect();
-    child.wait().unwrap();
-    let stats = rest
-        .iter()
-        .find(|l| l.starts_with("STATS "))
-        .expect("STATS line");
+    let end = app.stop();
+    let stats = end.line("STATS ").expect("STATS line");
     assert!(stats.contains("auth_refused=3"), "{stats}");
     assert!(stats.contains("ingested=3"), "{stats}");
     let reader = loom::open_read_only(&dir.path().join("s")).unwrap();

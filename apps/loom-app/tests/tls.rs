@@ -4,16 +4,17 @@
 //! client on the TLS port and a client trusting another CA are closed
 //! alone, logged and counted, while the app keeps serving.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use endpoint::ClientTls;
-use replay::gen::{generate_file, GenConfig, Phase};
-use replay::tcp::{connect_with_retry, run, ReplayConfig};
-use telemetry::{FrameWriter, RecordingReader};
+use replay::{connect_with_retry, run_paced as run, ReplayConfig};
+use replay::{generate_file, GenConfig, Phase};
+use telemetry::wire::FrameWriter;
+use telemetry::RecordingReader;
+use testing::LoomApp;
 
 /// A CA and a certificate it signed for `localhost` and 127.0.0.1, as PEM
 /// files in `dir`: (ca, cert, key).
@@ -64,36 +65,22 @@ fn a_replay_over_tls_is_stored_whole_and_bad_clients_are_closed_alone() {
     generate_file(&gen, &rec).expect("generate");
     let total = records_in(&rec);
 
-    let mut app = Command::new(env!("CARGO_BIN_EXE_loom-app"))
-        .args([
-            "--addr",
-            "127.0.0.1:0",
-            "--http",
-            "off",
-            "--otlp-grpc",
-            "off",
-        ])
-        .args(["--otlp-http", "off", "--stop-after-connections", "1"])
-        .args(["--machine-output", "--queue-capacity", "1000000"])
-        .arg("--tls-cert")
-        .arg(&cert)
-        .arg("--tls-key")
-        .arg(&key)
-        .arg("--loom-path")
-        .arg(dir.path().join("store"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn loom-app");
-    let mut lines = BufReader::new(app.stdout.take().expect("stdout")).lines();
-    let first = lines.next().expect("a first line").expect("read");
-    let addr = first
-        .split("listening on ")
-        .nth(1)
-        .and_then(|s| s.split(',').next())
-        .expect("address in first line")
-        .to_string();
-    let second = lines.next().expect("a second line").expect("read");
+    let mut app = LoomApp::builder()
+        .tcp_only()
+        .args(["--stop-after-connections", "1", "--machine-output"])
+        .deep_queue()
+        .tls(&cert, &key)
+        .store(&dir.path().join("store"))
+        .start();
+    let addr = app.tcp();
+    let first = app
+        .process
+        .wait_for("loom-app listening on ", Duration::from_secs(60));
+    let (_, second) = app
+        .process
+        .next_line(Duration::from_secs(60))
+        .expect("a second line");
+    assert!(first.contains(&addr), "{first}");
     assert!(second.starts_with("TCP ingest is TLS only"), "{second}");
 
     // Plain text on the TLS port: closed, nothing taken.
@@ -123,6 +110,7 @@ fn a_replay_over_tls_is_stored_whole_and_bad_clients_are_closed_alone() {
         speed: 1.0,
         no_wait: true,
         connect_timeout_s: 60.0,
+        loops: None,
     };
     let tcp = connect_with_retry(&addr, 60.0, |_| {}).expect("connect");
     let tls = ClientTls::from_ca_file(&ca)
@@ -132,17 +120,11 @@ fn a_replay_over_tls_is_stored_whole_and_bad_clients_are_closed_alone() {
     let sent = run(&cfg, tls, |_| {}, || false).expect("replay");
     assert_eq!(sent.records, total);
 
-    let out: Vec<String> = lines.map_while(Result::ok).collect();
-    let mut err = String::new();
-    app.stderr
-        .take()
-        .expect("stderr")
-        .read_to_string(&mut err)
-        .expect("stderr");
-    assert!(app.wait().expect("wait").success(), "{err}");
-    let stats = out
-        .iter()
-        .find(|l| l.starts_with("STATS "))
+    let end = app.wait();
+    let (out, err) = (&end.lines, &end.stderr);
+    assert!(end.success(), "{err}");
+    let stats = end
+        .line("STATS ")
         .unwrap_or_else(|| panic!("no STATS line in {out:?}"));
     // The refused connections did not end ingest early (only a connection
     // that carried a stream counts for --stop-after-connections).
@@ -159,4 +141,70 @@ fn a_replay_over_tls_is_stored_whole_and_bad_clients_are_closed_alone() {
         err.contains("UnknownCA; the client refused this server's certificate"),
         "{err}"
     );
+}
+
+/// The acknowledged stream over TLS: ACK frames travel back through the
+/// same TLS session the frames come in (written by the receiving thread
+/// between its reads), so an acked replay ends with everything
+/// acknowledged and stored.
+#[test]
+fn an_acked_replay_over_tls_is_acknowledged_whole() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (ca, cert, key) = make_pki(dir.path(), "acked");
+    let rec = dir.path().join("p2");
+    let gen = GenConfig {
+        phase: Phase::P2,
+        duration_s: 3.0,
+        rate: 20_000.0,
+        seed: 6,
+        ..GenConfig::default()
+    };
+    generate_file(&gen, &rec).expect("generate");
+    let total = records_in(&rec);
+    let app = LoomApp::builder()
+        .tcp_only()
+        .args(["--machine-output"])
+        .tls(&cert, &key)
+        .store(&dir.path().join("store"))
+        .start();
+    let addr = app.tcp();
+    let cfg = ReplayConfig {
+        file_path: rec.clone(),
+        addr: addr.clone(),
+        duration_s: None,
+        speed: 1.0,
+        no_wait: true,
+        connect_timeout_s: 60.0,
+        loops: None,
+    };
+    let acked = replay::AckedConfig {
+        sender_id: 0x715,
+        token: String::new(),
+        max_unacked_bytes: 64 << 20,
+        drain_timeout: Duration::from_secs(60),
+    };
+    let tls = ClientTls::from_ca_file(&ca).expect("ca");
+    let connect: telemetry::wire::resend::Connector = Box::new(move || {
+        let tcp = TcpStream::connect(&addr).map_err(|source| telemetry::WireError::Io {
+            context: "connecting",
+            source,
+        })?;
+        let s = tls
+            .connect(tcp, "localhost")
+            .map_err(|e| telemetry::WireError::BadControl(e.to_string()))?;
+        Ok(Box::new(endpoint::ClientStream::from(s)) as Box<dyn telemetry::wire::resend::Link>)
+    });
+    let s =
+        replay::run_acked(&cfg, &acked, connect, |_| {}, |_| {}, || false).expect("acked replay");
+    assert_eq!(
+        (s.records, s.acked, s.unacked_frames),
+        (total, total, 0),
+        "{s:?}"
+    );
+    let end = app.stop();
+    assert!(end.success(), "{}", end.stderr);
+    let stats = end
+        .line("STATS ")
+        .unwrap_or_else(|| panic!("no STATS line in {:?}", end.lines));
+    assert!(stats.contains(&format!("ingested={total} ")), "{stats}");
 }

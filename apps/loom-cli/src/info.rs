@@ -9,18 +9,30 @@ use std::path::Path;
 use anyhow::Context;
 
 /// Bytes the files under `p` take on disk as `du` counts them (allocated
-/// 512-byte blocks, not apparent lengths).
-pub fn allocated_bytes(p: &Path) -> u64 {
+/// 512-byte blocks, not apparent lengths): the store's, and apart from them
+/// the intake log's reserve (blank and reused files loom-app keeps in
+/// `otlp-intake/` so its syncs write over blocks a file already has; they
+/// hold no records).
+pub fn allocated_bytes(p: &Path) -> (u64, u64) {
     let Ok(rd) = std::fs::read_dir(p) else {
-        return 0;
+        return (0, 0);
     };
+    let reserve_dir = p.file_name().is_some_and(|n| n == "otlp-intake");
     rd.flatten()
         .map(|e| match e.metadata() {
             Ok(m) if m.is_dir() => allocated_bytes(&e.path()),
-            Ok(m) => m.blocks() * 512,
-            Err(_) => 0,
+            Ok(m) => {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                if reserve_dir && (name.starts_with("blank-") || name.starts_with("spare-")) {
+                    (0, m.blocks() * 512)
+                } else {
+                    (m.blocks() * 512, 0)
+                }
+            }
+            Err(_) => (0, 0),
         })
-        .sum()
+        .fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
 }
 
 /// Storage of one measurement: its series' chunks together.
@@ -90,8 +102,8 @@ pub fn describe(dir: &Path) -> anyhow::Result<String> {
         let span = snap.time_span(*id).map_or("empty".to_string(), |(a, b)| {
             format!(
                 "{} .. {} ({:.3} s)",
-                influxql::encode::rfc3339(i128::from(a) * 1000),
-                influxql::encode::rfc3339(i128::from(b) * 1000),
+                influxql::rfc3339(i128::from(a) * 1000),
+                influxql::rfc3339(i128::from(b) * 1000),
                 b.saturating_sub(a) as f64 / 1e6
             )
         });
@@ -123,7 +135,7 @@ pub fn describe(dir: &Path) -> anyhow::Result<String> {
             }
         }
     }
-    let allocated = allocated_bytes(dir);
+    let (allocated, reserve) = allocated_bytes(dir);
     let others = snap.sources().len() - schemas.len();
     if others > 0 {
         writeln!(
@@ -141,5 +153,12 @@ pub fn describe(dir: &Path) -> anyhow::Result<String> {
         allocated as f64 / 1e6,
         if records == 0 { 0.0 } else { allocated as f64 / records as f64 }
     )?;
+    if reserve > 0 {
+        writeln!(
+            out,
+            "intake-log reserve: {:.1} MB (blank and reused OTLP log files, no records; not counted above)",
+            reserve as f64 / 1e6
+        )?;
+    }
     Ok(out)
 }

@@ -136,10 +136,8 @@ fn main() -> anyhow::Result<()> {
                     // Refusals print like the server's 400 answers, not as a crash.
                     match influxql::run(&reader.snapshot(), &statement, influxql::now_ns(), &limits)
                     {
-                        Ok(results) => {
-                            influxql::encode::results(&results, influxql::encode::Epoch::Unit(1))
-                        }
-                        Err(e) => influxql::encode::error(&e.to_string()),
+                        Ok(results) => influxql::encode_results(&results, influxql::Epoch::Unit(1)),
+                        Err(e) => influxql::encode_error(&e.to_string()),
                     }
                 }
                 (None, Some(url)) => remote(&url, token.as_deref(), &statement)?,
@@ -236,7 +234,9 @@ fn export_store(
 
 /// `loom fleet query`: execs `loom-fleet` (crate `fleet`, DataFusion), the
 /// binary beside this one or else on `PATH`, so that DataFusion is built
-/// once into one binary and `loom` stays small.
+/// once into one binary and `loom` stays small. `loom-fleet` is its own
+/// Cargo workspace (`make test`'s build leaves DataFusion out): when it is
+/// missing, the error says how to build it.
 fn fleet_query(from: &str, format: Format, sql: &str) -> anyhow::Result<()> {
     use std::os::unix::process::CommandExt;
     let beside = std::env::current_exe()
@@ -254,7 +254,11 @@ fn fleet_query(from: &str, format: Format, sql: &str) -> anyhow::Result<()> {
         .exec();
     if err.kind() == std::io::ErrorKind::NotFound {
         anyhow::bail!(
-            "loom fleet query runs the loom-fleet binary (DataFusion), found neither beside loom nor on PATH: cargo build --release -p fleet"
+            "loom fleet query runs the loom-fleet binary (DataFusion), found neither beside loom ({}) nor on PATH: build it with `make fleet-build` in Loom's source tree (it lands in target/release/ beside loom), or `cargo build --release --manifest-path crates/fleet/Cargo.toml --target-dir target`",
+            std::env::current_exe()
+                .ok()
+                .and_then(|e| e.parent().map(|d| d.display().to_string()))
+                .unwrap_or_default()
         );
     }
     Err(err).with_context(|| format!("running {}", bin.display()))

@@ -6,10 +6,9 @@ fn text(v: &Value, column: &str) -> String {
     match v {
         Value::Null => String::new(),
         Value::String(s) => s.clone(),
-        Value::Number(n) if column == "time" => n.as_i64().map_or_else(
-            || n.to_string(),
-            |ns| influxql::encode::rfc3339(i128::from(ns)),
-        ),
+        Value::Number(n) if column == "time" => n
+            .as_i64()
+            .map_or_else(|| n.to_string(), |ns| influxql::rfc3339(i128::from(ns))),
         other => other.to_string(),
     }
 }

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use workload_pipeline::Destination;
+pub use workload::Destination;
 
 /// The workload's settings; see each field for its default.
 #[derive(Debug, Clone)]

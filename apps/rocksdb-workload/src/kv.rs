@@ -1,34 +1,21 @@
 //! The RocksDB databases and the worker threads that load them.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use replay::rng::SplitMix64;
+use replay::SplitMix64;
 use rocksdb::{Options, WriteOptions, DB};
 use telemetry::{KvOp, KvOpKind, Record};
 
 use crate::{WorkloadConfig, WorkloadError};
-use workload_pipeline::{gettid, monotonic_ns, RecordBuffer};
+use workload::{gettid, monotonic_ns, RecordBuffer, Shared};
 
 /// Worker threads add their operation count to the shared total this often.
 const OPS_FLUSH_EVERY: u64 = 64;
 /// Hot keys are loaded in write batches of this many keys.
 const LOAD_BATCH: u64 = 10_000;
-
-/// State shared by the workers and the controller.
-#[derive(Debug, Default)]
-pub struct WorkerShared {
-    /// Set to end the workers.
-    pub stop: AtomicBool,
-    /// Set when telemetry starts (end of warmup): workers emit KV op records.
-    pub telemetry_on: AtomicBool,
-    /// RocksDB operations completed (reads + writes).
-    pub ops: AtomicU64,
-    /// CLOCK_MONOTONIC ns of the telemetry epoch; stored before `telemetry_on`.
-    pub epoch_ns: AtomicU64,
-}
 
 /// Opens database `index` under `root`, removing what a previous run left.
 pub fn open_instance(root: &Path, index: usize) -> Result<DB, WorkloadError> {
@@ -79,7 +66,7 @@ pub fn run_worker(
     db: Arc<DB>,
     config: Arc<WorkloadConfig>,
     seed: u64,
-    shared: Arc<WorkerShared>,
+    shared: Arc<Shared>,
     mut buffer: RecordBuffer,
 ) -> Result<(), WorkloadError> {
     let tid = gettid();
@@ -87,7 +74,7 @@ pub fn run_worker(
     let mut value = vec![0u8; config.value_size];
     let mut write_opts = WriteOptions::default();
     write_opts.disable_wal(false);
-    let mut local_ops = 0u64;
+    let (mut local_ops, mut recorded) = (0u64, 0u64);
     let err = |source| WorkloadError::RocksDb {
         path: db.path().display().to_string(),
         source,
@@ -107,8 +94,8 @@ pub fn run_worker(
             db.put_opt(key(k), &value, &write_opts).map_err(err)?;
         }
         let duration_us = t0.elapsed().as_micros() as u64;
-        if shared.telemetry_on.load(Ordering::Acquire) {
-            let epoch_ns = shared.epoch_ns.load(Ordering::Relaxed);
+        if let Some(epoch_ns) = shared.epoch_if_on() {
+            recorded += 1;
             buffer.push(Record::KvOp(KvOp {
                 thread_id: tid,
                 op: if read {
@@ -123,10 +110,12 @@ pub fn run_worker(
         local_ops += 1;
         if local_ops == OPS_FLUSH_EVERY {
             shared.ops.fetch_add(local_ops, Ordering::Relaxed);
-            local_ops = 0;
+            shared.recorded.fetch_add(recorded, Ordering::Relaxed);
+            (local_ops, recorded) = (0, 0);
         }
     }
     shared.ops.fetch_add(local_ops, Ordering::Relaxed);
+    shared.recorded.fetch_add(recorded, Ordering::Relaxed);
     buffer.flush();
     Ok(())
 }

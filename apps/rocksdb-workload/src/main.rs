@@ -1,12 +1,13 @@
-//! `rocksdb-workload`: flags → [`rocksdb_workload::run`], progress on stdout.
+//! `rocksdb-workload`: flags → [`rocksdb_workload::run`] through the shared
+//! [`workload::cli::main`] (progress and summary lines on stdout).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use rocksdb_workload::{Destination, WorkloadConfig};
-use workload_pipeline::Alternative;
+use rocksdb_workload::WorkloadConfig;
+use workload::cli::{self, DestinationArgs};
 
 /// Embedded RocksDB under a read-mostly load, sending KV op (and optionally
 /// syscall and page-cache) telemetry to a destination.
@@ -52,35 +53,15 @@ struct Args {
     /// Attach the page-cache probe to this process (phase P3 with --syscalls).
     #[arg(long)]
     page_cache: bool,
-    /// Destination other than a recording file.
-    #[arg(long, value_enum)]
-    alternative_recording: Option<Alternative>,
-    /// Address for --alternative-recording tcp.
-    #[arg(long, default_value = "127.0.0.1:7000")]
-    addr: String,
-    /// File to write: a recording (telemetry recording format) unless
-    /// --alternative-recording says otherwise.
-    #[arg(long)]
-    output_path: Option<PathBuf>,
+    #[command(flatten)]
+    destination: DestinationArgs,
     /// Records per batch from each worker thread.
     #[arg(long, default_value_t = 256)]
     batch_size: usize,
 }
 
 fn main() -> ExitCode {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let args = Args::parse();
-    let destination = match Destination::from_flags(
-        args.alternative_recording,
-        &args.addr,
-        args.output_path.as_ref(),
-    ) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("rocksdb-workload: {e}");
-            return ExitCode::from(2);
-        }
-    };
     let config = WorkloadConfig {
         instances: args.instances,
         threads_per_instance: args.threads_per_instance,
@@ -95,39 +76,26 @@ fn main() -> ExitCode {
             .then(|| Duration::from_secs(args.drop_caches_interval_s)),
         syscalls: args.syscalls,
         page_cache: args.page_cache,
-        destination,
         batch_size: args.batch_size,
         ..WorkloadConfig::default()
     };
-    println!(
-        "Phase: {} destination: {:?}",
-        config.phase(),
-        config.destination
-    );
-    let result = rocksdb_workload::run(
-        config,
-        |p| println!("{p}"),
-        |e| println!("[rocksdb-workload] {e}"),
-    );
-    match result {
-        Ok(s) => {
-            println!(
-                "Total sent: {} records (App: {}, Syscall: {}, Page cache: {}), Dropped: {} (app channel: {}, probe channel: {}, kernel: {})",
-                s.sent(),
-                s.kv_sent,
-                s.syscall_sent,
-                s.page_cache_sent,
-                s.dropped(),
-                s.app_dropped,
-                s.probes.channel_drops,
-                s.probes.kernel_drops()
-            );
-            println!("Average rocksdb rate per sec: {:.1}", s.ops_per_sec());
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("rocksdb-workload: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    let phase = config.phase();
+    cli::main(
+        "rocksdb",
+        phase,
+        args.destination.destination(),
+        |destination, interrupted, on_event| {
+            let config = WorkloadConfig {
+                destination,
+                ..config
+            };
+            let summary =
+                rocksdb_workload::run(config, interrupted, |p| println!("{p}"), on_event)?;
+            Ok::<_, rocksdb_workload::WorkloadError>(cli::Finished {
+                summary,
+                packets: false,
+                extra_lines: Vec::new(),
+            })
+        },
+    )
 }

@@ -3,11 +3,13 @@
 
 use std::io::Write;
 use std::net::TcpListener;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use rocksdb_workload::{Destination, WorkloadConfig};
+use telemetry::wire::FrameReader;
 use telemetry::wire::{self, FrameType, Hello, Incoming, Welcome};
-use telemetry::{Batch, FrameReader, Record, RecordingReader};
+use telemetry::{Batch, Record, RecordingReader};
 
 fn small(dir: &std::path::Path, destination: Destination) -> WorkloadConfig {
     WorkloadConfig {
@@ -68,8 +70,7 @@ fn tcp_receiver_gets_every_sent_record() {
                 Incoming::Data(h) => {
                     assert!(welcomed, "data before the HELLO");
                     records.extend(
-                        telemetry::batch::decode_payload(&payload, h.record_count)
-                            .expect("records"),
+                        telemetry::decode_payload(&payload, h.record_count).expect("records"),
                     );
                     payload.clear();
                 }
@@ -80,6 +81,7 @@ fn tcp_receiver_gets_every_sent_record() {
     let mut lines = 0;
     let summary = rocksdb_workload::run(
         small(dir.path(), Destination::Tcp(addr)),
+        &AtomicBool::new(false),
         |_| lines += 1,
         |_| {},
     )
@@ -101,6 +103,7 @@ fn recording_holds_every_sent_record() {
     let path = dir.path().join("p1.rec");
     let summary = rocksdb_workload::run(
         small(dir.path(), Destination::Recording(path.clone())),
+        &AtomicBool::new(false),
         |_| {},
         |_| {},
     )

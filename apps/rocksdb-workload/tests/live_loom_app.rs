@@ -7,52 +7,18 @@
 //! next to this test's profile directory (`make test` builds every binary
 //! first; otherwise `cargo build [--release] -p loom-app`).
 
-use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use rocksdb_workload::{Destination, WorkloadConfig};
-
-fn loom_app_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    // target/<profile>/deps/<test> -> target/<profile>/loom-app
-    let bin = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .map(|profile| profile.join("loom-app"))
-        .expect("profile directory");
-    assert!(
-        bin.exists(),
-        "{} is missing: build it first (cargo build --release -p loom-app, or make test)",
-        bin.display()
-    );
-    bin
-}
-
-/// `key=value` pairs of a machine-output line.
-fn fields(line: &str) -> HashMap<String, String> {
-    line.split_whitespace()
-        .filter_map(|kv| kv.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
-fn num(map: &HashMap<String, String>, key: &str) -> u64 {
-    map.get(key)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no numeric {key} in {map:?}"))
-}
+use testing::{num, LoomApp};
 
 #[test]
 fn live_p3_run_into_loom_app_arrives_whole_and_answers_queries() {
     let store = tempfile::tempdir().expect("store dir");
     let data = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("rocksdb dir");
-    let mut app = Command::new(loom_app_binary())
+    let app = LoomApp::builder()
         .args([
-            "--addr",
-            "127.0.0.1:0",
             "--query",
             "rocksdb-p1,rocksdb-p2,rocksdb-p3",
             "--query-at-end",
@@ -64,19 +30,9 @@ fn live_p3_run_into_loom_app_arrives_whole_and_answers_queries() {
             "--report-interval-s",
             "5",
         ])
-        .arg("--loom-path")
-        .arg(store.path())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start loom-app");
-    let mut lines = BufReader::new(app.stdout.take().expect("stdout")).lines();
-    let first = lines.next().expect("loom-app said nothing").expect("read");
-    let addr = first
-        .split_whitespace()
-        .nth(3)
-        .map(|a| a.trim_end_matches(','))
-        .unwrap_or_else(|| panic!("no address in {first:?}"))
-        .to_string();
+        .store(store.path())
+        .start();
+    let addr = app.tcp();
 
     let config = WorkloadConfig {
         instances: 2,
@@ -90,22 +46,18 @@ fn live_p3_run_into_loom_app_arrives_whole_and_answers_queries() {
         destination: Destination::Tcp(addr),
         ..WorkloadConfig::default()
     };
-    let summary =
-        rocksdb_workload::run(config, |_| {}, |_| {}).unwrap_or_else(|e| panic!("workload: {e}"));
+    let summary = rocksdb_workload::run(config, &AtomicBool::new(false), |_| {}, |_| {})
+        .unwrap_or_else(|e| panic!("workload: {e}"));
 
-    let rest: Vec<String> = lines.map_while(Result::ok).collect();
-    let status = app.wait().expect("loom-app exit");
+    let end = app.wait();
+    let rest = &end.lines;
     assert!(
-        status.success(),
-        "loom-app failed: {status}\n{}",
+        end.success(),
+        "loom-app failed: {}\n{}",
+        end.status,
         rest.join("\n")
     );
-    let find = |prefix: &str| {
-        rest.iter()
-            .find(|l| l.starts_with(prefix))
-            .map(|l| fields(l))
-            .unwrap_or_else(|| panic!("no {prefix} line in:\n{}", rest.join("\n")))
-    };
+    let find = |prefix: &str| testing::line_fields(rest, prefix);
 
     eprintln!(
         "workload: {summary:?}\nloom-app:\n{}",

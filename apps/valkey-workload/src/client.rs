@@ -2,11 +2,11 @@
 //! client thread, every request timed and (once telemetry is on) turned into
 //! a KV op record.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use rand::{Rng, SeedableRng};
 use telemetry::{KvOp, KvOpKind, Record};
-use workload_pipeline::{monotonic_ns, RecordBuffer};
+use workload::{monotonic_ns, RecordBuffer, Shared};
 
 use crate::keys::{key, KeyChooser};
 use crate::{WorkloadConfig, WorkloadError};
@@ -15,24 +15,6 @@ use crate::{WorkloadConfig, WorkloadError};
 const OPS_FLUSH_EVERY: u64 = 64;
 /// Keys per pipelined batch during the load.
 const LOAD_BATCH: u64 = 1000;
-
-/// State shared by the clients and the controller.
-#[derive(Debug, Default)]
-pub struct ClientShared {
-    /// Set to end the clients.
-    pub stop: AtomicBool,
-    /// Set when telemetry starts (end of warmup): clients emit KV op records.
-    pub telemetry_on: AtomicBool,
-    /// CLOCK_MONOTONIC ns of the telemetry epoch; stored before `telemetry_on`.
-    pub epoch_ns: AtomicU64,
-    /// Requests completed (reads + updates), updated every few requests.
-    pub ops: AtomicU64,
-    /// Requests turned into KV op records (added when a client ends): each
-    /// one was either sent or counted as dropped.
-    pub recorded: AtomicU64,
-    /// Clients that have ended.
-    pub finished: AtomicU64,
-}
 
 /// The value written for every key.
 fn value(size: usize) -> Vec<u8> {
@@ -64,22 +46,18 @@ pub fn load(url: &str, config: &WorkloadConfig) -> Result<(), WorkloadError> {
 }
 
 /// One client's request loop until `shared.stop` (or its request budget).
-/// Its id is the KV op record's `thread_id`.
+/// Its id is the KV op record's `thread_id`. An error (the server cannot be
+/// reached) ends the whole run: the shared run sets `stop`.
 pub fn run_client(
     id: u32,
     url: &str,
     config: &WorkloadConfig,
     chooser: &KeyChooser,
-    shared: &ClientShared,
+    shared: &Shared,
     mut buffer: RecordBuffer,
 ) -> Result<(), WorkloadError> {
     let result = request_loop(id, url, config, chooser, shared, &mut buffer);
     buffer.flush();
-    shared.finished.fetch_add(1, Ordering::Relaxed);
-    if result.is_err() {
-        // A client that cannot reach the server ends the run.
-        shared.stop.store(true, Ordering::Relaxed);
-    }
     result
 }
 
@@ -88,7 +66,7 @@ fn request_loop(
     url: &str,
     config: &WorkloadConfig,
     chooser: &KeyChooser,
-    shared: &ClientShared,
+    shared: &Shared,
     buffer: &mut RecordBuffer,
 ) -> Result<(), WorkloadError> {
     let mut con = connect(url)?;
@@ -125,8 +103,8 @@ fn request_loop(
         }
         done += 1;
         unflushed += 1;
-        if epoch_ns.is_none() && shared.telemetry_on.load(Ordering::Acquire) {
-            epoch_ns = Some(shared.epoch_ns.load(Ordering::Acquire));
+        if epoch_ns.is_none() {
+            epoch_ns = shared.epoch_if_on();
         }
         if let Some(epoch) = epoch_ns {
             buffer.push(Record::KvOp(KvOp {

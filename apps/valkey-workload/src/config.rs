@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use workload_pipeline::Destination;
+pub use workload::Destination;
 
 /// How request keys are picked among the loaded records.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -39,15 +39,9 @@ pub enum WorkloadError {
         #[source]
         source: std::io::Error,
     },
-    /// The eBPF probes could not be loaded (the message names the fix).
-    #[error("probes: {0}")]
-    Probes(#[from] probes::ProbeError),
-    /// Delivering telemetry to the destination failed.
+    /// The shared run failed: a thread, the probes or the telemetry path.
     #[error(transparent)]
-    Telemetry(#[from] workload_pipeline::PipelineError),
-    /// A thread of the workload panicked.
-    #[error("the {0} thread panicked")]
-    ThreadPanicked(&'static str),
+    Run(#[from] workload::RunError),
 }
 
 impl WorkloadError {

@@ -1,14 +1,13 @@
-//! `valkey-workload`: flags → [`valkey_workload::run`], progress on stdout.
+//! `valkey-workload`: flags → [`valkey_workload::run`] through the shared
+//! [`workload::cli::main`] (progress and summary lines on stdout).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
-use valkey_workload::{Destination, KeyDistribution, WorkloadConfig};
-use workload_pipeline::Alternative;
+use valkey_workload::{KeyDistribution, WorkloadConfig};
+use workload::cli::{self, DestinationArgs};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum Distribution {
@@ -63,43 +62,15 @@ struct Args {
     /// Capture the server port's packets on loopback (phase P3 with --syscalls).
     #[arg(long)]
     packets: bool,
-    /// Destination other than a recording file.
-    #[arg(long, value_enum)]
-    alternative_recording: Option<Alternative>,
-    /// Address for --alternative-recording tcp.
-    #[arg(long, default_value = "127.0.0.1:7000")]
-    addr: String,
-    /// File to write: a recording (telemetry recording format) unless
-    /// --alternative-recording says otherwise.
-    #[arg(long)]
-    output_path: Option<PathBuf>,
+    #[command(flatten)]
+    destination: DestinationArgs,
     /// Records per batch from each client thread.
     #[arg(long, default_value_t = 256)]
     batch_size: usize,
 }
 
 fn main() -> ExitCode {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let args = Args::parse();
-    let destination = match Destination::from_flags(
-        args.alternative_recording,
-        &args.addr,
-        args.output_path.as_ref(),
-    ) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("valkey-workload: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let interrupted = Arc::new(AtomicBool::new(false));
-    {
-        let flag = interrupted.clone();
-        if let Err(e) = ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed)) {
-            eprintln!("valkey-workload: cannot install the Ctrl-C handler: {e}");
-            return ExitCode::FAILURE;
-        }
-    }
     let config = WorkloadConfig {
         records: args.records,
         clients: args.clients,
@@ -118,52 +89,34 @@ fn main() -> ExitCode {
         port: args.port,
         syscalls: args.syscalls,
         packets: args.packets,
-        destination,
         batch_size: args.batch_size,
         ..WorkloadConfig::default()
     };
-    println!(
-        "Phase: {} destination: {:?}",
-        config.phase(),
-        config.destination
-    );
-    let result = valkey_workload::run(
-        config,
-        &interrupted,
-        |p| println!("{p}"),
-        |e| println!("[valkey-workload] {e}"),
-    );
-    match result {
-        Ok(s) => {
-            if interrupted.load(Ordering::Relaxed) {
-                println!("[valkey-workload] interrupted: the run ended early");
-            }
-            println!(
-                "Total sent: {} records (App: {}, Syscall: {}, Packets: {}), Dropped: {} (app channel: {}, probe channel: {}, kernel: {})",
-                s.sent(),
-                s.kv_sent,
-                s.syscall_sent,
-                s.packet_sent,
-                s.dropped(),
-                s.app_dropped,
-                s.probes.channel_drops,
-                s.probes.kernel_drops()
-            );
-            println!(
+    let phase = config.phase();
+    cli::main(
+        "valkey",
+        phase,
+        args.destination.destination(),
+        |destination, interrupted, on_event| {
+            let config = WorkloadConfig {
+                destination,
+                ..config
+            };
+            let s = valkey_workload::run(config, interrupted, |p| println!("{p}"), on_event)?.run;
+            let probe_rates = format!(
                 "Probe events/s: syscall {:.1}, packet {:.1}; kernel drops: syscall {}, packet {}",
                 s.probes.syscall_events as f64 / s.seconds.max(1e-9),
                 s.probes.packet_events as f64 / s.seconds.max(1e-9),
                 s.probes.syscall_kernel_drops,
                 s.probes.packet_kernel_drops
             );
-            println!("Average valkey rate per sec: {:.1}", s.ops_per_sec());
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("valkey-workload: {e}");
-            ExitCode::FAILURE
-        }
-    }
+            Ok::<_, valkey_workload::WorkloadError>(cli::Finished {
+                summary: s,
+                packets: true,
+                extra_lines: vec![probe_rates],
+            })
+        },
+    )
 }
 
 #[cfg(test)]

@@ -62,14 +62,14 @@ fn every_request_is_one_kv_record_and_packets_are_the_server_ports_only() {
     }
 
     // Requests counted = KV records received.
-    assert!(summary.recorded > 10_000, "{summary:?}");
-    assert_eq!(summary.app_dropped, 0, "{summary:?}");
-    assert_eq!(summary.kv_sent, summary.recorded, "{summary:?}");
-    assert_eq!(kv.len() as u64, summary.recorded, "{summary:?}");
+    assert!(summary.run.recorded > 10_000, "{summary:?}");
+    assert_eq!(summary.run.app_dropped, 0, "{summary:?}");
+    assert_eq!(summary.run.kv_sent, summary.run.recorded, "{summary:?}");
+    assert_eq!(kv.len() as u64, summary.run.recorded, "{summary:?}");
     assert!(kv.iter().all(|k| k.thread_id < 4));
 
     // The server's syscalls, its replies among them (write or sendto).
-    assert_eq!(sys.len() as u64, summary.syscall_sent);
+    assert_eq!(sys.len() as u64, summary.run.syscall_sent);
     assert!(!sys.is_empty());
     assert!(
         sys.iter().all(|s| s.pid == summary.server_pid),
@@ -81,10 +81,10 @@ fn every_request_is_one_kv_record_and_packets_are_the_server_ports_only() {
     );
 
     // The server port's packets, both directions, and nothing else.
-    assert_eq!(pkt.len() as u64, summary.packet_sent);
+    assert_eq!(pkt.len() as u64, summary.run.packet_sent);
     let port = summary.port;
     assert!(
-        pkt.len() as u64 >= summary.recorded,
+        pkt.len() as u64 >= summary.run.recorded,
         "fewer packets than requests: {}",
         pkt.len()
     );
@@ -95,5 +95,5 @@ fn every_request_is_one_kv_record_and_packets_are_the_server_ports_only() {
             .any(|p| p.src_port == other_port || p.dst_port == other_port),
         "packets of the other port {other_port} were captured"
     );
-    assert_eq!(summary.probes.kernel_drops(), 0, "{summary:?}");
+    assert_eq!(summary.run.probes.kernel_drops(), 0, "{summary:?}");
 }

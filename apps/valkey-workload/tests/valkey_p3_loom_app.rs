@@ -13,44 +13,24 @@
 //! to this test's profile directory (`cargo build --release -p loom-app`, or
 //! `make test`).
 
+// A behaviour test reads top to bottom as one scenario; the function-length
+// rule (clippy.toml) is for code outside tests.
+#![allow(clippy::too_many_lines)]
+
 mod common;
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use replay::tcp::{connect_with_retry, run, ReplayConfig};
+use replay::{connect_with_retry, run_paced as run, ReplayConfig};
 use telemetry::{KvOpKind, Packet, Record};
+use testing::LoomApp;
 use valkey_workload::{Destination, WorkloadConfig};
 
 const T0: u64 = 2_000_000;
 const T1: u64 = 7_000_000;
 const PACKET_WINDOW_US: u64 = 5_000_000;
-
-fn loom_app_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let bin = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .map(|profile| profile.join("loom-app"))
-        .expect("profile directory");
-    assert!(
-        bin.exists(),
-        "{} is missing: build it first (cargo build --release -p loom-app, or make test)",
-        bin.display()
-    );
-    bin
-}
-
-fn fields(line: &str) -> HashMap<String, String> {
-    line.split_whitespace()
-        .filter_map(|kv| kv.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
 
 fn show(v: Option<u64>) -> String {
     v.map_or_else(|| "none".to_string(), |v| v.to_string())
@@ -59,7 +39,7 @@ fn show(v: Option<u64>) -> String {
 /// (count, p99.99, slower than it) of `sorted` latencies.
 fn tail(sorted: &[u64]) -> (String, String, String) {
     // loom-app asks InfluxQL's percentile(): InfluxDB 1.x's rank rule.
-    let p = influxql::exec::influx_rank(sorted.len() as u64, 99.99).map(|r| sorted[r as usize - 1]);
+    let p = influxql::influx_rank(sorted.len() as u64, 99.99).map(|r| sorted[r as usize - 1]);
     let slower = p.map_or(0, |p| sorted.iter().filter(|&&d| d > p).count());
     (sorted.len().to_string(), show(p), slower.to_string())
 }
@@ -119,7 +99,8 @@ fn in_window(v: &[(u64, u64)]) -> Vec<u64> {
 #[test]
 fn valkey_questions_match_brute_force_over_a_live_recording() {
     common::require_root_and_server();
-    let loom_app = loom_app_binary();
+    // Fails fast, before the live run, when loom-app is not built.
+    testing::binary("loom-app");
     let dir = tempfile::tempdir().expect("tempdir");
     let rec = dir.path().join("valkey-p3");
     let config = WorkloadConfig {
@@ -134,52 +115,34 @@ fn valkey_questions_match_brute_force_over_a_live_recording() {
     };
     let summary = valkey_workload::run(config, &AtomicBool::new(false), |_| {}, |_| {})
         .unwrap_or_else(|e| panic!("workload: {e}"));
-    assert_eq!(summary.dropped(), 0, "{summary:?}");
+    assert_eq!(summary.run.dropped(), 0, "{summary:?}");
     let (_, batches) = common::read_recording(&rec);
     let truth = stored(&batches);
-    assert_eq!(truth.total, summary.sent());
+    assert_eq!(truth.total, summary.run.sent());
 
-    let mut app = Command::new(&loom_app);
+    let window = format!("{T0},{T1}");
     // Recorded times as they are, and no reorder stage: records that come
     // out of order are refused as late, as the brute force above models.
-    app.args([
-        "--addr",
-        "127.0.0.1:0",
-        "--timestamps",
-        "event",
-        "--event-offset-us",
-        "0",
-        "--reorder-window-ms",
-        "0",
-    ]);
-    let mut app = app
+    let app = LoomApp::builder()
+        .event_times()
         .args([
+            "--reorder-window-ms",
+            "0",
             "--query",
             "valkey-p1,valkey-p2,valkey-p3",
             "--query-at-end",
             "--query-window-us",
-            &format!("{T0},{T1}"),
+            &window,
             "--stop-after-connections",
             "1",
             "--machine-output",
-            "--queue-capacity",
-            "1000000",
             "--report-interval-s",
             "5",
-            "--loom-path",
         ])
-        .arg(dir.path().join("store"))
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start loom-app");
-    let mut lines = BufReader::new(app.stdout.take().expect("stdout")).lines();
-    let first = lines.next().expect("loom-app said nothing").expect("read");
-    let addr = first
-        .split("listening on ")
-        .nth(1)
-        .and_then(|s| s.split(',').next())
-        .unwrap_or_else(|| panic!("no address in {first:?}"))
-        .to_string();
+        .deep_queue()
+        .store(&dir.path().join("store"))
+        .start();
+    let addr = app.tcp();
     let replay_cfg = ReplayConfig {
         file_path: rec.clone(),
         addr,
@@ -187,20 +150,15 @@ fn valkey_questions_match_brute_force_over_a_live_recording() {
         speed: 2.0,
         no_wait: false,
         connect_timeout_s: 60.0,
+        loops: None,
     };
     let stream = connect_with_retry(&replay_cfg.addr, 60.0, |_| {}).expect("connect");
     let sent = run(&replay_cfg, stream, |_| {}, || false).expect("replay");
     assert_eq!(sent.records, truth.total);
-    let rest: Vec<String> = lines.map_while(Result::ok).collect();
-    let status = app.wait().expect("loom-app exit");
-    let all = rest.join("\n");
-    assert!(status.success(), "loom-app failed: {status}\n{all}");
-    let find = |prefix: &str| {
-        rest.iter()
-            .find(|l| l.starts_with(prefix))
-            .map(|l| fields(l))
-            .unwrap_or_else(|| panic!("no {prefix} line in:\n{all}"))
-    };
+    let end = app.wait();
+    let (rest, all) = (&end.lines, end.all());
+    assert!(end.success(), "loom-app failed: {}\n{all}", end.status);
+    let find = |prefix: &str| testing::line_fields(rest, prefix);
     let stats = find("STATS ");
     assert_eq!(
         stats["dropped"], "0",

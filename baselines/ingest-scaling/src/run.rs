@@ -159,6 +159,50 @@ where
     })
 }
 
+/// Loom, one writer: (seconds writing, seconds closing).
+fn run_loom(
+    cfg: &RunConfig,
+    payloads: &Payloads,
+    meter: &Arc<Meter>,
+    start: impl Fn(&Arc<Meter>) -> Result<(Timing, ProgressPrinter)>,
+) -> Result<(f64, f64)> {
+    let mut sink = LoomSink::open(&cfg.storage_dir.join("loom"), cfg.index)?;
+    let (timing, printer) = start(meter)?;
+    drive(&mut sink, payloads, timing, meter, 0)?;
+    let secs = timing.clock.now_us() as f64 / 1e6;
+    drop(printer);
+    let closing = Instant::now();
+    let stats = sink.close()?;
+    let close_s = closing.elapsed().as_secs_f64();
+    eprintln!("[ingest-scaling] loom close took {close_s:.2}s; {stats}");
+    Ok((secs, close_s))
+}
+
+/// LMDB, one writer: (seconds writing, seconds closing).
+fn run_lmdb(
+    cfg: &RunConfig,
+    payloads: &Payloads,
+    meter: &Arc<Meter>,
+    start: impl Fn(&Arc<Meter>) -> Result<(Timing, ProgressPrinter)>,
+) -> Result<(f64, f64)> {
+    let lmdb_dir = cfg.storage_dir.join("lmdb");
+    std::fs::create_dir_all(&lmdb_dir)
+        .with_context(|| format!("creating {}", lmdb_dir.display()))?;
+    let store = LmdbStore::open(&lmdb_dir)?;
+    let mut sink = store.sink()?;
+    let (timing, printer) = start(meter)?;
+    drive(&mut sink, payloads, timing, meter, 0)?;
+    let secs = timing.clock.now_us() as f64 / 1e6;
+    drop(printer);
+    let closing = Instant::now();
+    drop(sink);
+    let used = store.used_bytes()?;
+    drop(store);
+    let close_s = closing.elapsed().as_secs_f64();
+    eprintln!("[ingest-scaling] lmdb map in use: {} MB", used / 1_000_000);
+    Ok((secs, close_s))
+}
+
 /// Prepares the storage directory, writes for `cfg.duration`, and returns the
 /// summary. Throughput counts from the first record until every writer's final
 /// publish returned; closing the store afterwards (Loom: final persist with
@@ -203,36 +247,8 @@ pub fn run(cfg: &RunConfig) -> Result<Summary> {
     };
 
     let (secs, close_s) = match cfg.db {
-        Db::Loom => {
-            let mut sink = LoomSink::open(&dir.join("loom"), cfg.index)?;
-            let (timing, printer) = start(&meter)?;
-            drive(&mut sink, &payloads, timing, &meter, 0)?;
-            let secs = timing.clock.now_us() as f64 / 1e6;
-            drop(printer);
-            let closing = Instant::now();
-            let stats = sink.close()?;
-            let close_s = closing.elapsed().as_secs_f64();
-            eprintln!("[ingest-scaling] loom close took {close_s:.2}s; {stats}");
-            (secs, close_s)
-        }
-        Db::Lmdb => {
-            let lmdb_dir = dir.join("lmdb");
-            std::fs::create_dir_all(&lmdb_dir)
-                .with_context(|| format!("creating {}", lmdb_dir.display()))?;
-            let store = LmdbStore::open(&lmdb_dir)?;
-            let mut sink = store.sink()?;
-            let (timing, printer) = start(&meter)?;
-            drive(&mut sink, &payloads, timing, &meter, 0)?;
-            let secs = timing.clock.now_us() as f64 / 1e6;
-            drop(printer);
-            let closing = Instant::now();
-            drop(sink);
-            let used = store.used_bytes()?;
-            drop(store);
-            let close_s = closing.elapsed().as_secs_f64();
-            eprintln!("[ingest-scaling] lmdb map in use: {} MB", used / 1_000_000);
-            (secs, close_s)
-        }
+        Db::Loom => run_loom(cfg, &payloads, &meter, start)?,
+        Db::Lmdb => run_lmdb(cfg, &payloads, &meter, start)?,
         Db::Rocksdb => {
             let db = sink::rocksdb::open(&dir.join("rocksdb"), cfg.threads)?;
             let (timing, printer) = start(&meter)?;

@@ -26,6 +26,11 @@ pub struct Counters {
     /// Records not ingested: they arrived after ingest stopped (receivers),
     /// or the app could not store them for a reason it counts here.
     pub records_skipped: AtomicU64,
+    /// Frames of acknowledged senders received again after a reconnect
+    /// and recognised as held already (not stored twice).
+    pub duplicate_frames: AtomicU64,
+    /// Records in those frames.
+    pub duplicate_records: AtomicU64,
     /// Wall-clock arrival of the first frame, µs since the Unix epoch (0 = none yet).
     pub first_arrival_us: AtomicU64,
     /// Bytes of groups offered to the queue and not yet consumed.

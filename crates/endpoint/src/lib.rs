@@ -12,6 +12,10 @@
 //!   state allocates nothing.
 //! - [`counters`]: what the receivers count (the first half of every
 //!   progress line).
+//! - [`acks`]: acknowledged senders on the stream: per-sender sequence
+//!   marks (resends recognised, durable marks kept beside the store) and
+//!   the ACK frames a receiving thread sends.
+//! - [`frames`]: a group of frames as handed to the app ([`Frames`]).
 //! - [`durable`]: waiting until the data up to a position is durable (the
 //!   acknowledgements of OTLP, `/write` and the acknowledged stream).
 //! - [`session`]: wire version 2 on a connection: the HELLO and its
@@ -19,11 +23,17 @@
 //! - [`series_limit`]: the one bound on series shared by every way in.
 //! - [`tls`]: rustls on the stream, for receivers (certificate and key)
 //!   and senders (the CA to trust), so every app and sender shares one setup.
+//! - [`app`]: the skeleton both apps share: the Ctrl-C stop flag, named
+//!   threads, the progress-line loop, the periodic questions over the
+//!   phase window, the `Final` line's drop percentage, the ready file.
 //! - [`output`]: answer lines, `--query-window-us` parsing and the
 //!   interruptible sleep of the reporter and query threads.
 
+pub mod acks;
+pub mod app;
 pub mod counters;
 pub mod durable;
+pub mod frames;
 pub mod output;
 pub mod pool;
 pub mod receive;
@@ -31,10 +41,12 @@ pub mod series_limit;
 pub mod session;
 pub mod tls;
 
+pub use acks::AckBook;
+pub use app::Stop;
 pub use counters::Counters;
 pub use durable::{DurableMark, NotDurable};
 pub use pool::BufferPool;
-pub use receive::{listen, Frames, Message, ReceiveConfig, Segment};
+pub use receive::{listen, listen_until, Frames, Message, ReceiveConfig, Segment};
 pub use series_limit::SeriesLimit;
 pub use session::SeriesContext;
 pub use tls::{ClientStream, ClientTls, ServerTls, TlsError};

@@ -1,7 +1,7 @@
 //! Listener and per-connection receiving threads.
 //!
 //! Each connection gets one thread that reads frames with
-//! [`telemetry::FrameReader`] into a pooled buffer, checked but not decoded.
+//! [`telemetry::wire::FrameReader`] into a pooled buffer, checked but not decoded.
 //! Frames whose bytes are already buffered join the same group (up to
 //! [`ReceiveConfig::group_bytes`]); as soon as the next frame would need a
 //! read that can wait for the peer, the group is stamped with its arrival
@@ -17,6 +17,10 @@
 //! (REFUSE frame where the peer speaks version 2), logged, counted in
 //! `auth_refused`, and the connection closed.
 //!
+//! A sender that asks for acknowledgements ([`ReceiveConfig::acks`], see
+//! [`crate::acks`]) gets ACK frames, its resent frames are skipped, and its
+//! groups wait for room in the queue instead of being dropped.
+//!
 //! With [`ReceiveConfig::tls`] every connection first completes a TLS
 //! handshake in its own thread; one that fails (a plain-text client, a
 //! silent one) is closed alone, logged and counted as bad. The frame loop
@@ -24,115 +28,22 @@
 
 use std::io::{BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Sender, TrySendError};
-use telemetry::raw::PayloadRecords;
+use loom::{Admission, ConnectionGate};
+use telemetry::wire::FrameReader;
 use telemetry::wire::{self, control, FrameType, Hello, Incoming, SeriesTags, Welcome};
-use telemetry::{FrameReader, Record};
 
+use crate::acks::{AckBook, TcpBacked, Ticking};
 use crate::counters::Counters;
 use crate::pool::BufferPool;
 use crate::session::{token_matches, SeriesContext, Session};
-
-/// A run of records in a group that share one series context (version-2
-/// senders); records of version-1 frames have none.
-#[derive(Debug, Clone)]
-pub struct Segment {
-    /// Records in the run.
-    pub records: u64,
-    /// Their context (`None`: version 1, no added tags).
-    pub context: Option<Arc<SeriesContext>>,
-}
 use crate::tls::ServerTls;
 
-/// Frames received together: their payloads back to back, which is itself
-/// a valid payload of `records` records (each a tag byte and its encoding).
-///
-/// Its bytes count as queued (see [`ReceiveConfig::max_queued_bytes`]) from
-/// when a receiver offers it until it is dropped or its buffer is taken
-/// back with [`Frames::into_payload`].
-pub struct Frames {
-    /// Arrival at this app (wall clock, µs since the Unix epoch).
-    pub arrival_us: u64,
-    payload: Vec<u8>,
-    /// Frames in the group.
-    pub frames: u64,
-    /// Records in the group.
-    pub records: u64,
-    /// Runs of records by series context, in order; empty: every record
-    /// is untagged (version 1).
-    pub segments: Vec<Segment>,
-    /// Version 2: the sequence number of the group's last data frame.
-    pub last_seq: u64,
-    queued: Option<(Arc<Counters>, u64)>,
-}
-
-impl Drop for Frames {
-    fn drop(&mut self) {
-        if let Some((c, n)) = self.queued.take() {
-            c.queued_bytes.fetch_sub(n, Ordering::Relaxed);
-        }
-    }
-}
-
-impl Frames {
-    /// A group of checked payloads (`payload` must hold exactly `records`
-    /// valid records), not counted as queued.
-    pub fn new(arrival_us: u64, payload: Vec<u8>, frames: u64, records: u64) -> Frames {
-        Frames {
-            arrival_us,
-            payload,
-            frames,
-            records,
-            segments: Vec::new(),
-            last_seq: 0,
-            queued: None,
-        }
-    }
-
-    /// The runs of records by series context: [`Frames::segments`], or one
-    /// untagged run of every record when it is empty.
-    pub fn runs(&self) -> Vec<Segment> {
-        if self.segments.is_empty() {
-            vec![Segment {
-                records: self.records,
-                context: None,
-            }]
-        } else {
-            self.segments.clone()
-        }
-    }
-
-    /// The payloads, back to back.
-    pub fn payload(&self) -> &[u8] {
-        &self.payload
-    }
-
-    /// Ends the group and returns its buffer (for [`BufferPool::give`]).
-    pub fn into_payload(mut self) -> Vec<u8> {
-        std::mem::take(&mut self.payload)
-    }
-
-    /// The records in wire form: `(kind, encoded bytes)`.
-    pub fn records(&self) -> PayloadRecords<'_> {
-        telemetry::raw::records(&self.payload)
-    }
-
-    /// Decodes the records into `out` (cleared first), for consumers that
-    /// need them as values.
-    pub fn decode_into(&self, out: &mut Vec<Record>) {
-        out.clear();
-        out.reserve(self.records as usize);
-        // The payload was checked on receipt, so every record decodes.
-        out.extend(
-            self.records()
-                .filter_map(|(k, b)| Record::decode(k, b).ok()),
-        );
-    }
-}
+pub use crate::frames::{Frames, Segment};
 
 /// What a receiver sends to the app's queue; each app's message type wraps
 /// these (and may carry more variants of its own).
@@ -167,6 +78,20 @@ pub struct ReceiveConfig {
     /// Accept TLS connections only (rustls), with this certificate and key;
     /// `None` for plain TCP.
     pub tls: Option<ServerTls>,
+    /// Acknowledge the frames of senders that ask for it (HELLO flag bit
+    /// 0) with this book of per-sender marks; `None`: WELCOME says no ACKs
+    /// will come.
+    pub acks: Option<Arc<AckBook>>,
+    /// At most this many connections open at once (each has a receiving
+    /// thread, so this bounds the threads too); at the limit the one idle
+    /// the longest is closed to make room, or with none idle the new one
+    /// is refused: a REFUSE frame, then closed. `None`: unbounded.
+    pub gate: Option<Arc<ConnectionGate>>,
+    /// A sender must complete a frame at least this often (from its
+    /// connection's start, then from its previous frame), or its
+    /// connection is closed: idle and slowloris senders free their thread.
+    /// `None`: wait forever.
+    pub idle_timeout: Option<Duration>,
 }
 
 impl ReceiveConfig {
@@ -185,6 +110,9 @@ impl ReceiveConfig {
             auth_token: None,
             receiver_name: "loom endpoint".to_string(),
             tls: None,
+            acks: None,
+            gate: None,
+            idle_timeout: None,
         }
     }
 }
@@ -197,9 +125,40 @@ pub fn listen<M: Message>(
     pool: BufferPool,
     cfg: ReceiveConfig,
 ) {
+    listen_until(listener, tx, counters, pool, cfg, &AtomicBool::new(false))
+}
+
+/// [`listen`] until `stop` is set: the loop checks it after every accept,
+/// so whoever sets it then connects once to wake the listener up (that
+/// connection is closed unread). Connections already accepted go on.
+pub fn listen_until<M: Message>(
+    listener: TcpListener,
+    tx: Sender<M>,
+    counters: Arc<Counters>,
+    pool: BufferPool,
+    cfg: ReceiveConfig,
+    stop: &AtomicBool,
+) {
     for conn in listener.incoming() {
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
         match conn {
-            Ok(stream) => {
+            Ok(mut stream) => {
+                let admission = match &cfg.gate {
+                    Some(g) => match g.enter() {
+                        Some(a) => Some(a),
+                        None => {
+                            // Counted and logged (once per interval) by
+                            // the gate; a version-2 peer learns why. A
+                            // fresh socket's send buffer is empty, so
+                            // this write does not block the listener.
+                            let _ = stream.write_all(&refusal("too many connections open"));
+                            continue;
+                        }
+                    },
+                    None => None,
+                };
                 let id = counters.connections.fetch_add(1, Ordering::Relaxed) + 1;
                 let peer = stream
                     .peer_addr()
@@ -219,7 +178,7 @@ pub fn listen<M: Message>(
                             pool: &pool,
                             max_queued_bytes: cfg.max_queued_bytes,
                         };
-                        conn.run(stream, &cfg)
+                        conn.run(stream, &cfg, admission)
                     });
                 if let Err(e) = spawned {
                     log::error!("cannot start a receiving thread for connection {id}: {e}");
@@ -228,6 +187,19 @@ pub fn listen<M: Message>(
             Err(e) => log::warn!("accept failed: {e}"),
         }
     }
+}
+
+/// A REFUSE frame saying `why`.
+fn refusal(why: &str) -> Vec<u8> {
+    let mut f = Vec::new();
+    let _ = wire::encode_control(
+        FrameType::Refuse,
+        0,
+        crate::epoch_us(),
+        &control::encode_refusal(why),
+        &mut f,
+    );
+    f
 }
 
 struct Connection<'a, M> {
@@ -246,6 +218,7 @@ struct Group {
     records: u64,
     segments: Vec<Segment>,
     last_seq: u64,
+    acked_sender: Option<u64>,
 }
 
 impl Group {
@@ -273,15 +246,17 @@ enum Close {
     Auth(String),
     /// Protocol violation.
     Bad(String),
+    /// No complete frame within the idle timeout.
+    Idle,
 }
 
 impl<M: Message> Connection<'_, M> {
     /// Receives from one accepted connection, through TLS when configured.
-    fn run(&self, stream: TcpStream, cfg: &ReceiveConfig) {
+    fn run(&self, stream: TcpStream, cfg: &ReceiveConfig, admission: Option<Admission>) {
         match &cfg.tls {
-            None => self.receive(stream, cfg),
+            None => self.receive(stream, cfg, admission),
             Some(tls) => match tls.accept(stream, self.peer) {
-                Ok(s) => self.receive(s, cfg),
+                Ok(s) => self.receive(s, cfg, admission),
                 // No frame was ever read, so no stream ended: the
                 // connection does not count towards --stop-after-connections.
                 Err(e) => {
@@ -292,9 +267,66 @@ impl<M: Message> Connection<'_, M> {
         }
     }
 
-    fn receive<S: Read + Write>(&self, stream: S, cfg: &ReceiveConfig) {
+    /// A DATA frame just read into `group.payload` (from byte `at.0`;
+    /// `at.1`: the connection's first frame): checked against the session,
+    /// then kept, or cut off again as a resend of a frame already held.
+    /// `Ok(true)`: a frame was taken (new or duplicate).
+    fn take_data(
+        &self,
+        h: &wire::FrameHeader,
+        at: (usize, bool),
+        session: &mut Option<Session>,
+        group: &mut Group,
+        frames: &mut u64,
+        cfg: &ReceiveConfig,
+    ) -> Result<bool, Close> {
+        let (old, first) = at;
+        let checked = self
+            .admit_data(h, first, session, cfg)
+            .and_then(|ctx| self.new_frame(h, session, cfg).map(|new| (ctx, new)));
+        match checked {
+            Ok((_, false)) => {
+                // A resend of a frame this app already holds.
+                group.payload.truncate(old);
+                Counters::add(&self.counters.duplicate_frames, 1);
+                Counters::add(&self.counters.duplicate_records, u64::from(h.record_count));
+                Ok(true)
+            }
+            Ok((ctx, true)) => {
+                group.acked_sender = session
+                    .as_ref()
+                    .filter(|s| s.acked)
+                    .map(|s| s.hello.sender_id);
+                *frames += 1;
+                group.add(u64::from(h.record_count), ctx);
+                group.last_seq = group.last_seq.max(h.seq);
+                Counters::add(&self.counters.batches_received, 1);
+                Counters::add(&self.counters.records_received, u64::from(h.record_count));
+                Ok(true)
+            }
+            Err(e) => {
+                group.payload.truncate(old);
+                Err(e)
+            }
+        }
+    }
+
+    fn receive<S: Read + Write + TcpBacked>(
+        &self,
+        stream: S,
+        cfg: &ReceiveConfig,
+        admission: Option<Admission>,
+    ) {
+        let ticking = match Ticking::with_deadline(stream, cfg.idle_timeout, admission) {
+            Ok(t) => t,
+            Err(e) => {
+                Counters::add(&self.counters.bad_connections, 1);
+                log::warn!("connection {} closed: cannot set its timeout: {e}", self.id);
+                return;
+            }
+        };
         let mut reader = FrameReader::with_max_payload(
-            BufReader::with_capacity(cfg.read_buffer, stream),
+            BufReader::with_capacity(cfg.read_buffer, ticking),
             cfg.max_payload,
         );
         let mut frames = 0u64;
@@ -304,31 +336,20 @@ impl<M: Message> Connection<'_, M> {
             records: 0,
             segments: Vec::new(),
             last_seq: 0,
+            acked_sender: None,
         };
         let mut session: Option<Session> = None;
         let open = loop {
             let old = group.payload.len();
             let first = frames == 0 && session.is_none();
-            let step = match reader.read_frame_into(&mut group.payload) {
+            let read = reader.read_frame_into(&mut group.payload);
+            if matches!(read, Ok(Some(_))) {
+                reader.get_mut().get_mut().frame_done();
+            }
+            let step = match read {
                 Ok(Some(Incoming::Data(h))) => {
-                    let checked = self.admit_data(&h, first, &mut session, cfg);
-                    match checked {
-                        Ok(ctx) => {
-                            frames += 1;
-                            group.add(u64::from(h.record_count), ctx);
-                            group.last_seq = group.last_seq.max(h.seq);
-                            Counters::add(&self.counters.batches_received, 1);
-                            Counters::add(
-                                &self.counters.records_received,
-                                u64::from(h.record_count),
-                            );
-                            Ok(true)
-                        }
-                        Err(e) => {
-                            group.payload.truncate(old);
-                            Err(e)
-                        }
-                    }
+                    let at = (old, first);
+                    self.take_data(&h, at, &mut session, &mut group, &mut frames, cfg)
                 }
                 Ok(Some(Incoming::Control(h, p))) => self
                     .control(h.frame_type, &p, first, &mut session, &mut reader, cfg)
@@ -341,6 +362,7 @@ impl<M: Message> Connection<'_, M> {
                     );
                     break true;
                 }
+                Err(_) if reader.get_mut().get_mut().expired() => Err(Close::Idle),
                 Err(e) => Err(Close::Bad(format!("bad frame: {e}"))),
             };
             match step {
@@ -358,16 +380,22 @@ impl<M: Message> Connection<'_, M> {
                     log::warn!("connection {} from {} refused: {why}", self.id, self.peer);
                     // A version-1 peer never reads it; a version-2 one
                     // learns why before the close.
-                    let mut f = Vec::new();
-                    let _ = wire::encode_control(
-                        FrameType::Refuse,
-                        0,
-                        crate::epoch_us(),
-                        &control::encode_refusal(&why),
-                        &mut f,
-                    );
-                    let _ = reader.get_mut().get_mut().write_all(&f);
+                    let _ = reader.get_mut().get_mut().write_all(&refusal(&why));
                     break false;
+                }
+                Err(Close::Idle) => {
+                    // Counted and logged once per interval by the gate: a
+                    // flood of idle connections must not flood the log.
+                    if let Some(g) = &cfg.gate {
+                        g.timed_out();
+                    }
+                    log::debug!(
+                        "connection {} from {} closed after {frames} frames: no complete frame within {:?}",
+                        self.id,
+                        self.peer,
+                        cfg.idle_timeout.unwrap_or_default()
+                    );
+                    break true;
                 }
                 Err(Close::Bad(why)) => {
                     Counters::add(&self.counters.bad_connections, 1);
@@ -411,15 +439,33 @@ impl<M: Message> Connection<'_, M> {
         }
     }
 
+    /// Whether an accepted data frame is new: always for unacknowledged
+    /// senders; for acknowledged ones, false when the app already holds it
+    /// (a resend after a reconnect), an error when a newer connection of
+    /// the same sender has taken over.
+    fn new_frame(
+        &self,
+        h: &wire::FrameHeader,
+        session: &Option<Session>,
+        cfg: &ReceiveConfig,
+    ) -> Result<bool, Close> {
+        match (session, &cfg.acks) {
+            (Some(s), Some(book)) if s.acked => book
+                .accept(s.hello.sender_id, self.id, h.seq)
+                .map_err(Close::Bad),
+            _ => Ok(true),
+        }
+    }
+
     /// Handles a control frame: HELLO (first frame only; token checked,
     /// WELCOME sent) or SERIES (after HELLO); anything else closes.
-    fn control<S: Read + Write>(
+    fn control<S: Read + Write + TcpBacked>(
         &self,
         t: FrameType,
         payload: &[u8],
         first: bool,
         session: &mut Option<Session>,
-        reader: &mut FrameReader<BufReader<S>>,
+        reader: &mut FrameReader<BufReader<Ticking<S>>>,
         cfg: &ReceiveConfig,
     ) -> Result<(), Close> {
         let bad = |e: telemetry::WireError| Close::Bad(e.to_string());
@@ -443,9 +489,24 @@ impl<M: Message> Connection<'_, M> {
                     hello.sender_id,
                     hello.next_seq
                 );
+                let acked = match &cfg.acks {
+                    Some(book) if hello.flags & control::HELLO_ACKS_WANTED != 0 => {
+                        // A resent record must land at the time it had the
+                        // first time, whatever this app's clock or offset.
+                        if !hello.wall_clock() {
+                            return Err(Close::Bad(
+                                "acknowledgements need record times in wall-clock µs (HELLO flag bit 1)"
+                                    .into(),
+                            ));
+                        }
+                        let durable = book.hello(hello.sender_id, self.id).map_err(Close::Bad)?;
+                        Some((book.clone(), durable))
+                    }
+                    _ => None,
+                };
                 let welcome = Welcome {
-                    durable_seq: 0,
-                    flags: 0,
+                    durable_seq: acked.as_ref().map_or(0, |a| a.1),
+                    flags: u32::from(acked.is_some()),
                     receiver: cfg.receiver_name.clone(),
                 };
                 let mut f = Vec::new();
@@ -461,7 +522,18 @@ impl<M: Message> Connection<'_, M> {
                 out.write_all(&f)
                     .and_then(|()| out.flush())
                     .map_err(|e| Close::Bad(format!("cannot answer the HELLO: {e}")))?;
-                *session = Some(Session::new(hello));
+                let mut s = Session::new(hello);
+                if let Some((book, durable)) = acked {
+                    log::info!(
+                        "connection {}: sender {:#x} acknowledged, durable through sequence {durable}",
+                        self.id,
+                        s.hello.sender_id
+                    );
+                    out.start_acks(book, s.hello.sender_id, durable)
+                        .map_err(|e| Close::Bad(format!("cannot set up acknowledgements: {e}")))?;
+                    s.acked = true;
+                }
+                *session = Some(s);
                 Ok(())
             }
             (FrameType::Series, Some(s)) => {
@@ -481,6 +553,7 @@ impl<M: Message> Connection<'_, M> {
         (group.frames, group.records) = (0, 0);
         let segments = std::mem::take(&mut group.segments);
         let last_seq = group.last_seq;
+        let acked_sender = group.acked_sender.take();
         if c.ingest_stopped.load(Ordering::Relaxed) {
             Counters::add(&c.records_skipped, n);
             self.pool.give(payload);
@@ -498,8 +571,16 @@ impl<M: Message> Connection<'_, M> {
         let mut f = Frames::new(arrival_us, payload, n_frames, n);
         f.segments = segments;
         f.last_seq = last_seq;
+        f.acked_sender = acked_sender;
         f.queued = Some((Arc::clone(c), bytes));
-        let refused = if queued.saturating_add(bytes) > self.max_queued_bytes {
+        let refused = if acked_sender.is_some() {
+            // Acknowledged frames are never dropped: the sender waits
+            // (TCP back-pressure) while the queue is full.
+            match self.tx.send(M::frames(f)) {
+                Ok(()) => None,
+                Err(_) => return false,
+            }
+        } else if queued.saturating_add(bytes) > self.max_queued_bytes {
             Some(f)
         } else {
             match self.tx.try_send(M::frames(f)) {

@@ -23,6 +23,10 @@ pub struct SeriesContext {
     pub wall_clock: bool,
     /// The sender's stable id (from its HELLO).
     pub sender_id: u64,
+    /// The sender wants acknowledgements (and resends what was not
+    /// acknowledged: the ingest side recognises records stored before a
+    /// restart).
+    pub acked: bool,
 }
 
 impl SeriesContext {
@@ -33,6 +37,7 @@ impl SeriesContext {
             tags,
             wall_clock: hello.wall_clock(),
             sender_id: hello.sender_id,
+            acked: hello.flags & telemetry::wire::control::HELLO_ACKS_WANTED != 0,
         }
     }
 
@@ -67,6 +72,8 @@ pub struct Session {
     untagged: Arc<SeriesContext>,
     refs: HashMap<u32, Arc<SeriesContext>>,
     last_seq: u64,
+    /// The receiver acknowledges this sender's frames (see [`crate::acks`]).
+    pub acked: bool,
 }
 
 impl Session {
@@ -82,6 +89,7 @@ impl Session {
             untagged,
             refs: HashMap::new(),
             last_seq,
+            acked: false,
         }
     }
 

@@ -326,6 +326,12 @@ impl ClientStream {
     }
 }
 
+impl telemetry::wire::resend::Link for ClientStream {
+    fn tcp(&self) -> &TcpStream {
+        ClientStream::tcp(self)
+    }
+}
+
 impl From<TcpStream> for ClientStream {
     fn from(s: TcpStream) -> Self {
         ClientStream::Plain(s)

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
 use endpoint::{BufferPool, Counters, Frames, Message, ReceiveConfig};
-use telemetry::{Batch, FrameWriter, KvOp, KvOpKind, Record, Syscall};
+use telemetry::wire::FrameWriter;
+use telemetry::{Batch, KvOp, KvOpKind, Record, Syscall};
 
 enum Msg {
     Frames(Frames),

@@ -15,7 +15,8 @@ use crossbeam_channel::Receiver;
 use endpoint::{
     BufferPool, ClientStream, ClientTls, Counters, Frames, Message, ReceiveConfig, ServerTls,
 };
-use telemetry::{Batch, FrameWriter, KvOp, KvOpKind, Record};
+use telemetry::wire::FrameWriter;
+use telemetry::{Batch, KvOp, KvOpKind, Record};
 
 enum Msg {
     Frames(Frames),

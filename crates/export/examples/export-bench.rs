@@ -6,7 +6,9 @@
 //!
 //! `cargo run --release -p export --example export-bench -- --records 20000000 --dir /tmp/x`
 //! (`--tree DIR`: export there instead of DIR/tree, e.g. one tree for many
-//! hosts; `--host NAME`; `--drop-store`: delete the store after export.)
+//! hosts; `--host NAME`; `--drop-store`: delete the store after export;
+//! `--compare N`: N alternated rounds of each Parquet encoding variant
+//! exported from the same snapshot into a fresh tree, lines `VARIANT`.)
 
 use std::time::Instant;
 
@@ -111,9 +113,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     w.persist()?;
     let ingest_s = start.elapsed().as_secs_f64();
     let store_bytes = w.bytes_on_disk();
+    let snap = r.durable_snapshot();
+    let compare: u32 = arg("--compare", "0").parse()?;
+    if compare > 0 {
+        compare_encodings(&snap, &out, &host, compare)?;
+        w.close()?;
+        if drop_store {
+            std::fs::remove_dir_all(&store)?;
+        }
+        return Ok(());
+    }
     let target = Target::open(out.to_str().ok_or("utf-8 path")?)?;
     let mut ex = Exporter::open(target, ExportConfig::new(host))?;
-    let snap = r.durable_snapshot();
     let (start, cpu0) = (Instant::now(), thread_cpu_s());
     let round = ex.export(&snap)?;
     let secs = start.elapsed().as_secs_f64();
@@ -133,6 +144,61 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     w.close()?;
     if drop_store {
         std::fs::remove_dir_all(&store)?;
+    }
+    Ok(())
+}
+
+/// Exports `snap` `rounds` times with each encoding variant, alternated,
+/// into a fresh tree each time; one `VARIANT` line per export.
+fn compare_encodings(
+    snap: &loom::Snapshot,
+    out: &std::path::Path,
+    host: &str,
+    rounds: u32,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let base = export::file::Encoding::default();
+    let variants = [
+        ("default", base),
+        (
+            "chunk_stats",
+            export::file::Encoding {
+                page_statistics: false,
+                ..base
+            },
+        ),
+        (
+            "batch_8192",
+            export::file::Encoding {
+                write_batch_rows: 8192,
+                ..base
+            },
+        ),
+        (
+            "chunk_stats_batch_8192",
+            export::file::Encoding {
+                page_statistics: false,
+                write_batch_rows: 8192,
+                ..base
+            },
+        ),
+    ];
+    for round in 0..rounds {
+        for (name, enc) in variants {
+            let _ = std::fs::remove_dir_all(out);
+            let target = Target::open(out.to_str().ok_or("utf-8 path")?)?;
+            let mut cfg = ExportConfig::new(host);
+            cfg.encoding = enc;
+            let mut ex = Exporter::open(target, cfg)?;
+            let cpu0 = thread_cpu_s();
+            let r = ex.export(snap)?;
+            let cpu = thread_cpu_s() - cpu0;
+            println!(
+                "VARIANT round={round} name={name} records={} records_per_cpu_s={:.0} parquet_bytes_per_record={:.3}",
+                r.records,
+                r.records as f64 / cpu.max(1e-9),
+                r.bytes as f64 / r.records.max(1) as f64
+            );
+        }
     }
     Ok(())
 }

@@ -1,6 +1,8 @@
 //! Exporting a store's durable records: batches of log positions, each
 //! turned into one Parquet file per measurement, host and hour, the
-//! manifest rewritten after every file.
+//! manifest rewritten after every file; then a tail batch of the records
+//! still in open chunks (durable in the store's journal, not sealed yet:
+//! see `manifest`), so a slow series is not held back until its chunk seals.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -10,7 +12,7 @@ use loom::{Snapshot, SourceId};
 use crate::error::Result;
 use crate::file::{self, Encoding, Slice};
 use crate::layout::Partition;
-use crate::manifest::{Manifest, Pending};
+use crate::manifest::{Manifest, Mark, Pending, TailBatch};
 use crate::series::Series;
 use crate::target::Target;
 
@@ -132,13 +134,49 @@ impl Exporter {
                 from,
                 to,
                 done: Vec::new(),
+                tail: None,
             };
             self.manifest.pending = Some(p.clone());
             self.manifest.save(&self.target)?;
             self.batch(snap, p, &mut round)?;
         }
+        self.export_open_chunks(snap, &mut round)?;
         round.position = self.manifest.position;
         Ok(round)
+    }
+
+    /// A tail batch of what open chunks hold beyond the manifest's marks,
+    /// when they hold anything new. Runs once every sealed chunk of `snap`
+    /// is exported: a source's records after the position are then its
+    /// open chunk alone.
+    fn export_open_chunks(&mut self, snap: &Snapshot, round: &mut Round) -> Result<()> {
+        let mut upto = BTreeMap::new();
+        for id in snap.sources() {
+            if snap.open_tail_count(id) == 0 || snap.schema(id).is_none() {
+                continue;
+            }
+            let mut last = Mark::default();
+            snap.scan_open_tail(id, |ts, _| last = last.next(ts))?;
+            if self.manifest.tails.get(&id.0) != Some(&last) {
+                upto.insert(id.0, last);
+            }
+        }
+        if upto.is_empty() {
+            return Ok(());
+        }
+        let position = self.manifest.position;
+        let p = Pending {
+            from: position,
+            to: position,
+            done: Vec::new(),
+            tail: Some(TailBatch {
+                number: self.manifest.tail_batches,
+                upto,
+            }),
+        };
+        self.manifest.pending = Some(p.clone());
+        self.manifest.save(&self.target)?;
+        self.batch(snap, p, round)
     }
 
     /// Counts (and records in the manifest) what retention dropped above
@@ -180,7 +218,12 @@ impl Exporter {
     fn batch(&mut self, snap: &Snapshot, p: Pending, round: &mut Round) -> Result<()> {
         let mut series = Vec::new();
         for id in snap.sources() {
-            let n = snap.count_log(id, p.from, p.to);
+            let n = match &p.tail {
+                Some(t) if !t.upto.contains_key(&id.0) => 0,
+                // Whatever the count, the marks say what goes out.
+                Some(_) => 1,
+                None => snap.count_log(id, p.from, p.to),
+            };
             if n == 0 {
                 continue;
             }
@@ -216,7 +259,11 @@ impl Exporter {
             }
             let first = slices.iter().map(|s| decoded[s.idx].times[s.a]).min();
             let last = slices.iter().map(|s| decoded[s.idx].times[s.b - 1]).max();
-            let name = part.file(first.unwrap_or(0), last.unwrap_or(0), p.from);
+            let (first, last) = (first.unwrap_or(0), last.unwrap_or(0));
+            let name = match &p.tail {
+                None => part.file(first, last, p.from),
+                Some(t) => part.tail_file(first, last, p.from, t.number),
+            };
             let batch = file::batch(&decoded, &slices)?;
             let bytes = file::encode(&batch, self.cfg.encoding, &name)?;
             let (rows, len) = (batch.num_rows() as u64, bytes.len() as u64);
@@ -233,9 +280,21 @@ impl Exporter {
             round.files += 1;
             round.bytes += len;
         }
-        self.manifest.position = p.to;
-        self.manifest.pending = None;
-        self.manifest.save(&self.target)?;
+        let m = &mut self.manifest;
+        match &p.tail {
+            Some(t) => {
+                m.tails.extend(t.upto.iter().map(|(&id, &mark)| (id, mark)));
+                m.tail_batches = t.number + 1;
+            }
+            // A marked source's first chunk in this batch is the one its
+            // open chunk sealed into: its mark is spent.
+            None => m
+                .tails
+                .retain(|&id, _| snap.count_log(SourceId(id), p.from, p.to) == 0),
+        }
+        m.position = p.to;
+        m.pending = None;
+        m.save(&self.target)?;
         round.batches += 1;
         Ok(())
     }
@@ -251,7 +310,28 @@ impl Exporter {
             .tag("host")
             .map_or_else(|| self.cfg.host.clone(), str::to_string);
         let mut s = Series::new(schema, host);
-        snap.scan_log(id, p.from, p.to, |ts, bytes| s.push(ts, bytes))?;
+        // Records up to `after` went out in a tail batch; a tail batch
+        // takes them up to its own mark.
+        let after = self.manifest.tails.get(&id.0).copied();
+        let upto = p.tail.as_ref().and_then(|t| t.upto.get(&id.0).copied());
+        let mut at = Mark::default();
+        let mut push = |ts: u64, bytes: &[u8]| {
+            at = at.next(ts);
+            if after.is_none_or(|a| at > a) && upto.is_none_or(|u| at <= u) {
+                s.push(ts, bytes);
+            }
+        };
+        match p.tail {
+            None => {
+                snap.scan_log(id, p.from, p.to, &mut push)?;
+            }
+            // The records after the position: the open chunk, or (a tail
+            // batch redone after a restart) the chunk it sealed into.
+            Some(_) => {
+                snap.scan_log(id, p.from, u64::MAX, &mut push)?;
+                snap.scan_open_tail(id, &mut push)?;
+            }
+        }
         Ok(s)
     }
 }

@@ -41,6 +41,11 @@ pub struct Encoding {
     pub zstd_level: i32,
     /// Rows per row group (each with its own min/max statistics).
     pub row_group_rows: usize,
+    /// Min/max statistics per page as well as per row group (engines
+    /// prune by row group either way; pages let them skip within one).
+    pub page_statistics: bool,
+    /// Rows the Parquet writer encodes at a time.
+    pub write_batch_rows: usize,
 }
 
 impl Default for Encoding {
@@ -48,6 +53,8 @@ impl Default for Encoding {
         Encoding {
             zstd_level: 1,
             row_group_rows: 1 << 20,
+            page_statistics: true,
+            write_batch_rows: 1024,
         }
     }
 }
@@ -253,8 +260,13 @@ pub(crate) fn encode(batch: &RecordBatch, enc: Encoding, name: &str) -> Result<V
     let level = ZstdLevel::try_new(enc.zstd_level).map_err(|e| encode_err(name, e))?;
     let props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(level))
-        .set_statistics_enabled(EnabledStatistics::Page)
+        .set_statistics_enabled(if enc.page_statistics {
+            EnabledStatistics::Page
+        } else {
+            EnabledStatistics::Chunk
+        })
         .set_max_row_group_size(enc.row_group_rows.max(1))
+        .set_write_batch_size(enc.write_batch_rows.max(1))
         .set_created_by(format!("loom export {}", env!("CARGO_PKG_VERSION")))
         .build();
     let mut buf = Vec::new();

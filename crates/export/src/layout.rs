@@ -35,6 +35,15 @@ impl Partition {
     pub fn file(&self, first: u64, last: u64, position: u64) -> String {
         format!("{}/{first}-{last}-{position}.parquet", self.dir())
     }
+
+    /// A file's path for records `first..=last` of open chunks, tail batch
+    /// `number` at log position `position`.
+    pub fn tail_file(&self, first: u64, last: u64, position: u64, number: u64) -> String {
+        format!(
+            "{}/{first}-{last}-{position}-open{number}.parquet",
+            self.dir()
+        )
+    }
 }
 
 /// Escapes what would break a path segment or a hive `key=value` pair

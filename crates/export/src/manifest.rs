@@ -5,6 +5,16 @@
 //! partitions already written, so a restarted exporter (after a crash or a
 //! SIGKILL) redoes exactly the rest of that batch: no record twice, none
 //! skipped.
+//!
+//! Open chunks: a source's records not sealed into a chunk yet (durable in
+//! the store's journal of open chunks) have no log position. They are
+//! exported by a *tail batch* and the manifest keeps, per source, a
+//! [`Mark`]: the last such record exported, as its place among the
+//! source's records after the position. When the chunk seals (at a log
+//! address at or above the position), its records up to the mark are
+//! skipped, and the mark is dropped.
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -15,7 +25,43 @@ use crate::target::Target;
 /// Manifest format version.
 const VERSION: u32 = 1;
 
-/// A batch under way: records in chunks at log addresses `[from, to)`.
+/// A record's place among one source's records after the position: its
+/// time and its rank (from 1) among those records with that time. A
+/// source's records are in time order (a record older than its source's
+/// newest is refused, never stored), so this names one record whether it
+/// is read from the open chunk or, later, from the chunk it sealed into.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Mark {
+    /// The record's time.
+    pub ts: u64,
+    /// Its rank among the records with time `ts`, from 1.
+    pub rank: u64,
+}
+
+impl Mark {
+    /// The mark of the record after the one `self` names, at time `ts`
+    /// (starting from `Mark::default()` for a source's first record).
+    pub fn next(self, ts: u64) -> Mark {
+        if ts == self.ts && self.rank > 0 {
+            Mark { ts, rank: self.rank + 1 }
+        } else {
+            Mark { ts, rank: 1 }
+        }
+    }
+}
+
+/// A tail batch: each source's open-chunk records after its mark in the
+/// manifest, up to the mark given here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TailBatch {
+    /// Which tail batch this is (file names differ from every other's).
+    pub number: u64,
+    /// Source id → the mark of its last record this batch exports.
+    pub upto: BTreeMap<u64, Mark>,
+}
+
+/// A batch under way: records in chunks at log addresses `[from, to)`, or
+/// with `tail`, records of open chunks (`from == to`, the position).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pending {
     /// First log position of the batch (the committed position).
@@ -24,6 +70,9 @@ pub struct Pending {
     pub to: u64,
     /// Partition directories whose file of this batch is written.
     pub done: Vec<String>,
+    /// Set for a tail batch.
+    #[serde(default)]
+    pub tail: Option<TailBatch>,
 }
 
 /// What an exporter has exported so far.
@@ -37,6 +86,13 @@ pub struct Manifest {
     pub position: u64,
     /// The batch under way, if any.
     pub pending: Option<Pending>,
+    /// Source id → the last record of its open chunk exported (see the
+    /// module's doc); gone once that chunk sealed and was exported.
+    #[serde(default)]
+    pub tails: BTreeMap<u64, Mark>,
+    /// Tail batches committed, over the manifest's life.
+    #[serde(default)]
+    pub tail_batches: u64,
     /// Records exported, over the manifest's life.
     pub records_exported: u64,
     /// Files written, over the manifest's life.

@@ -68,6 +68,7 @@ fn cell(c: &Cell, epoch: Epoch) -> Json {
         Cell::Int(i) => json!(i),
         Cell::Float(f) => serde_json::Number::from_f64(*f).map_or(Json::Null, Json::Number),
         Cell::Str(s) => Json::String(s.clone()),
+        Cell::Bool(b) => Json::Bool(*b),
     }
 }
 
@@ -86,7 +87,10 @@ pub fn statement(id: usize, r: &Result<StatementResult>, epoch: Epoch) -> Json {
                 .iter()
                 .map(|s| {
                     let mut so = Map::new();
-                    so.insert("name".into(), Json::String(s.name.clone()));
+                    // SHOW SERIES and SHOW RETENTION POLICIES have no name.
+                    if !s.name.is_empty() {
+                        so.insert("name".into(), Json::String(s.name.clone()));
+                    }
                     if !s.tags.is_empty() {
                         let tags: Map<String, Json> = s
                             .tags

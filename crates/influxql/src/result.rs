@@ -15,6 +15,8 @@ pub enum Cell {
     Float(f64),
     /// A string (tag values, names).
     Str(String),
+    /// A boolean (`SHOW RETENTION POLICIES`' `default`).
+    Bool(bool),
 }
 
 impl From<loom::Value> for Cell {

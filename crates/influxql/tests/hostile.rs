@@ -8,7 +8,8 @@
 mod hostile;
 
 use hostile::{
-    and_chain, nested_and, nested_and_or, parens, refused, statements, store, time_chain,
+    and_chain, nested_and, nested_and_or, nested_tag_and_or, parens, refused, statements, store,
+    time_chain,
 };
 use influxql::http::{handle, HttpConfig, Request};
 use influxql::parse::{depth::SMALLEST_QUERY_STACK, parse_statement, Condition, Statement};
@@ -47,12 +48,16 @@ fn full_depth_runs_on_a_quarter_of_the_smallest_stack() {
             let copy = ast.clone();
             assert!(format!("{copy:?}").len() > q.len());
             drop(copy);
-            // The planner refuses OR, printing the whole 100-level tree.
-            let q = nested_and_or(MAX_DEPTH);
-            match influxql::run(&r.snapshot(), &q, 0, &Limits::default()) {
-                Err(Error::Unsupported(m)) => assert!(m.contains("OR in WHERE") && m.len() > 2000),
-                other => panic!("expected OR to be refused, got {other:?}"),
-            }
+            // An OR tree of fields as deep plans and runs, checked per record.
+            assert_eq!(
+                count(&r, &nested_and_or(MAX_DEPTH)).expect("field tree"),
+                100
+            );
+            // An OR tree of tags as deep plans (matched per series) and runs.
+            assert_eq!(
+                count(&r, &nested_tag_and_or(MAX_DEPTH)).expect("tag tree"),
+                100
+            );
             assert_eq!(count(&r, &parens(MAX_DEPTH)).expect("100 parentheses"), 100);
         })
         .expect("spawn");

@@ -163,12 +163,12 @@ fn errors_name_the_position_and_token() {
     assert!(msg.contains("FROM") && msg.contains("FRM"), "{msg}");
     let (pos, msg) = err_at("SELECT count(x) FROM kv WHERE time > now() - 80q");
     assert_eq!(pos, 45, "{msg}");
-    let (pos, msg) = err_at("SELECT * FROM kv WHERE op =~ /re/");
-    assert_eq!(pos, 26, "{msg}");
+    let (pos, msg) = err_at("SELECT * FROM kv WHERE op =~ /re");
+    assert_eq!(pos, 29, "{msg}");
     assert!(msg.contains("regular expression"), "{msg}");
     let (pos, _) = err_at("SHOW TAG VALUES FROM kv WITH KEY");
     assert_eq!(pos, 32);
-    let (pos, msg) = err_at("SHOW SERIES");
+    let (pos, msg) = err_at("SHOW SHARDS");
     assert_eq!(pos, 5, "{msg}");
     let (pos, msg) = err_at("SELECT * FROM kv; DROP MEASUREMENT kv");
     assert_eq!(pos, 18, "{msg}");

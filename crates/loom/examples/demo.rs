@@ -9,7 +9,8 @@
 //! record every 2-3 µs of virtual time), so brute force can regenerate exactly
 //! the records any snapshot holds.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -85,7 +86,8 @@ fn check(ok: bool) -> &'static str {
     }
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// `--seconds S` (default 12) and `--dir DIR` (default a temporary directory).
+fn parse_args() -> Result<(u64, PathBuf), Box<dyn std::error::Error>> {
     let mut seconds = 12u64;
     let mut dir = std::env::temp_dir().join(format!("loom-demo-{}", std::process::id()));
     let mut args = std::env::args().skip(1);
@@ -103,6 +105,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
     }
+    Ok((seconds, dir))
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let (seconds, dir) = parse_args()?;
     let _ = std::fs::remove_dir_all(&dir);
     let (mut w, reader) = loom::open(&dir, Config::default())?;
     let spec = RangeIndexSpec {
@@ -117,7 +124,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect::<Result<_, _>>()?;
     println!("Loom engine demo: store {}; {} s of ingest; queries every 3 s over [now-{WINDOW_FROM_S} s, now-{WINDOW_TO_S} s]", dir.display(), seconds);
     let stop = Arc::new(AtomicBool::new(false));
-    let mismatches = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let mismatches = Arc::new(AtomicU64::new(0));
     let q = {
         let stop = Arc::clone(&stop);
         let mismatches = Arc::clone(&mismatches);
@@ -125,78 +132,41 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let mut rounds = 0;
             while !stop.load(Ordering::Acquire) {
                 std::thread::sleep(Duration::from_secs(3));
-                let snap = reader.snapshot();
-                let (name, idv) = SOURCES[0];
-                let id = SourceId(idv);
-                let Some(now) = snap.latest_timestamp(id) else {
-                    continue;
-                };
-                if now < WINDOW_FROM_S * 1_000_000 {
-                    continue;
+                if ask(&reader.snapshot(), rounds + 1, &mismatches)? {
+                    rounds += 1;
                 }
-                rounds += 1;
-                let (t0, t1) = (
-                    now - WINDOW_FROM_S * 1_000_000,
-                    now - WINDOW_TO_S * 1_000_000,
-                );
-                let truth = brute(&snap, id, 0x5a11, t0, t1);
-                let mut sorted = truth.clone();
-                sorted.sort_unstable();
-                println!("query round {rounds}: {name}, virtual window [{:.1} s, {:.1} s], {} records in window, {} in store",
-                    t0 as f64 / 1e6, t1 as f64 / 1e6, truth.len(), snap.record_count(id));
-                let t = Instant::now();
-                let agg = snap.aggregate(id, t0, t1)?;
-                let el = t.elapsed();
-                let ok = agg.max == sorted.last().copied() && agg.count == truth.len() as u64;
-                println!(
-                    "  max latency     {:>8} µs  Query Latency (max): {}  brute force {:?}: {}",
-                    agg.max.unwrap_or(0),
-                    ms(el),
-                    sorted.last(),
-                    check(ok)
-                );
-                mismatches.fetch_add(u64::from(!ok), Ordering::Relaxed);
-                let t = Instant::now();
-                let p = snap.percentile(id, t0, t1, 0.9999)?;
-                let el = t.elapsed();
-                let want = (!sorted.is_empty()).then(|| {
-                    sorted[(loom::nearest_rank(0.9999, sorted.len() as u64) - 1) as usize]
-                });
-                println!(
-                    "  p99.99 latency  {:>8} µs  Query Latency (p99.99): {}  brute force {:?}: {}",
-                    p.unwrap_or(0),
-                    ms(el),
-                    want,
-                    check(p == want)
-                );
-                mismatches.fetch_add(u64::from(p != want), Ordering::Relaxed);
-                let t = Instant::now();
-                let mut slow = 0u64;
-                let st = snap.range_scan(id, t0, t1, SLOW_US, u64::MAX, |_, _, _| slow += 1)?;
-                let el = t.elapsed();
-                let want = truth.iter().filter(|&&l| l >= SLOW_US).count() as u64;
-                println!("  requests >= {SLOW_US} µs {:>6}     Query Latency (range scan): {}  ({} chunks read)  brute force {want}: {}", slow, ms(el), st.chunks_read, check(slow == want));
-                mismatches.fetch_add(u64::from(slow != want), Ordering::Relaxed);
-                let t = Instant::now();
-                let none =
-                    snap.count_matching(id, t0, t1, SLOW_US, u64::MAX, IndexMode::TimeOnly)?;
-                let el_time = t.elapsed();
-                println!(
-                    "  same count with the time index only: {} in {} ({} chunks read)",
-                    none.count,
-                    ms(el_time),
-                    none.chunks_read
-                );
             }
             Ok(rounds)
         })
     };
     let start = Instant::now();
+    ingest(&mut w, &handles, Duration::from_secs(seconds))?;
+    stop.store(true, Ordering::Release);
+    let rounds = q.join().map_err(|_| "query thread panicked")??;
+    let stats = w.stats();
+    w.close()?;
+    let _ = std::fs::remove_dir_all(&dir);
+    let bad = mismatches.load(Ordering::Relaxed);
+    println!("summary: {} records ingested in {:.1} s ({:.2} M records/s with generation), {} chunks, {} blocks flushed; {rounds} query rounds, {bad} mismatches against brute force",
+        stats.records, start.elapsed().as_secs_f64(), stats.records as f64 / start.elapsed().as_secs_f64() / 1e6, stats.chunks, stats.blocks_flushed);
+    if bad > 0 || rounds == 0 {
+        return Err(format!("{bad} answers differ from brute force, {rounds} rounds").into());
+    }
+    Ok(())
+}
+
+/// Pushes generated records for `duration`, one progress line a second.
+fn ingest(
+    w: &mut loom::Writer,
+    handles: &[loom::SourceHandle],
+    duration: Duration,
+) -> Result<(), loom::Error> {
+    let start = Instant::now();
     let mut next_report = start + Duration::from_secs(1);
     let mut ks = [0u64; 3];
     let mut total = 0u64;
     let mut last_total = 0u64;
-    while start.elapsed() < Duration::from_secs(seconds) {
+    while start.elapsed() < duration {
         for _ in 0..1000 {
             // Round-robin by virtual time so sources stay aligned.
             let s = (0..3)
@@ -220,16 +190,71 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             next_report += Duration::from_secs(1);
         }
     }
-    stop.store(true, Ordering::Release);
-    let rounds = q.join().map_err(|_| "query thread panicked")??;
-    let stats = w.stats();
-    w.close()?;
-    let _ = std::fs::remove_dir_all(&dir);
-    let bad = mismatches.load(Ordering::Relaxed);
-    println!("summary: {} records ingested in {:.1} s ({:.2} M records/s with generation), {} chunks, {} blocks flushed; {rounds} query rounds, {bad} mismatches against brute force",
-        stats.records, start.elapsed().as_secs_f64(), stats.records as f64 / start.elapsed().as_secs_f64() / 1e6, stats.chunks, stats.blocks_flushed);
-    if bad > 0 || rounds == 0 {
-        return Err(format!("{bad} answers differ from brute force, {rounds} rounds").into());
-    }
     Ok(())
+}
+
+/// One query round over [now − 8 s, now − 2 s] of the first source: max,
+/// p99.99 and a range scan, each checked against brute force (mismatches
+/// counted), then the range scan's count with the time index only. Returns
+/// false when the store holds too little yet to ask.
+fn ask(snap: &Snapshot, round: u32, mismatches: &AtomicU64) -> Result<bool, loom::Error> {
+    let (name, idv) = SOURCES[0];
+    let id = SourceId(idv);
+    let Some(now) = snap.latest_timestamp(id) else {
+        return Ok(false);
+    };
+    if now < WINDOW_FROM_S * 1_000_000 {
+        return Ok(false);
+    }
+    let (t0, t1) = (
+        now - WINDOW_FROM_S * 1_000_000,
+        now - WINDOW_TO_S * 1_000_000,
+    );
+    let truth = brute(snap, id, 0x5a11, t0, t1);
+    let mut sorted = truth.clone();
+    sorted.sort_unstable();
+    println!("query round {round}: {name}, virtual window [{:.1} s, {:.1} s], {} records in window, {} in store",
+        t0 as f64 / 1e6, t1 as f64 / 1e6, truth.len(), snap.record_count(id));
+    let t = Instant::now();
+    let agg = snap.aggregate(id, t0, t1)?;
+    let el = t.elapsed();
+    let ok = agg.max == sorted.last().copied() && agg.count == truth.len() as u64;
+    println!(
+        "  max latency     {:>8} µs  Query Latency (max): {}  brute force {:?}: {}",
+        agg.max.unwrap_or(0),
+        ms(el),
+        sorted.last(),
+        check(ok)
+    );
+    mismatches.fetch_add(u64::from(!ok), Ordering::Relaxed);
+    let t = Instant::now();
+    let p = snap.percentile(id, t0, t1, 0.9999)?;
+    let el = t.elapsed();
+    let want = (!sorted.is_empty())
+        .then(|| sorted[(loom::nearest_rank(0.9999, sorted.len() as u64) - 1) as usize]);
+    println!(
+        "  p99.99 latency  {:>8} µs  Query Latency (p99.99): {}  brute force {:?}: {}",
+        p.unwrap_or(0),
+        ms(el),
+        want,
+        check(p == want)
+    );
+    mismatches.fetch_add(u64::from(p != want), Ordering::Relaxed);
+    let t = Instant::now();
+    let mut slow = 0u64;
+    let st = snap.range_scan(id, t0, t1, SLOW_US, u64::MAX, |_, _, _| slow += 1)?;
+    let el = t.elapsed();
+    let want = truth.iter().filter(|&&l| l >= SLOW_US).count() as u64;
+    println!("  requests >= {SLOW_US} µs {:>6}     Query Latency (range scan): {}  ({} chunks read)  brute force {want}: {}", slow, ms(el), st.chunks_read, check(slow == want));
+    mismatches.fetch_add(u64::from(slow != want), Ordering::Relaxed);
+    let t = Instant::now();
+    let none = snap.count_matching(id, t0, t1, SLOW_US, u64::MAX, IndexMode::TimeOnly)?;
+    let el_time = t.elapsed();
+    println!(
+        "  same count with the time index only: {} in {} ({} chunks read)",
+        none.count,
+        ms(el_time),
+        none.chunks_read
+    );
+    Ok(true)
 }

@@ -38,10 +38,12 @@
 //! # Ok(()) }
 //! ```
 
+mod bin_summary;
 mod config;
 mod error;
 #[cfg(feature = "fuzz")]
 pub mod fuzz;
+mod gate;
 mod index;
 mod log;
 mod query;
@@ -55,6 +57,7 @@ mod writer;
 
 pub use config::{Config, FlushMode};
 pub use error::{Error, Result};
+pub use gate::{Admission, ConnectionGate};
 pub use query::percentile_rank as nearest_rank;
 pub use query::{Aggregate, CountResult, IndexMode, ScanStats};
 pub use reader::Reader;

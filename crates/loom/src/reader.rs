@@ -31,9 +31,11 @@ impl Reader {
     }
 
     /// The snapshot published by the writer's last `persist` (or by the
-    /// open): every record in it is durable, survives a crash, and is
-    /// sealed into a chunk (so [`Snapshot::scan_log`] sees all of it).
-    /// Read-only stores: the same as [`Reader::snapshot`].
+    /// open): every record in it is durable and survives a crash. Records
+    /// in sealed chunks are read by log position ([`Snapshot::scan_log`]);
+    /// the rest are in open chunks, durable in the journal of open chunks
+    /// ([`Snapshot::scan_open_tail`]). Read-only stores: the same as
+    /// [`Reader::snapshot`].
     pub fn durable_snapshot(&self) -> Snapshot {
         let p = self.shared.durable.load_full();
         let ix = self.shared.index.load_full();
@@ -64,6 +66,27 @@ impl Reader {
     /// See [`Snapshot::percentile`].
     pub fn percentile(&self, id: SourceId, t0: u64, t1: u64, q: f64) -> Result<Option<u64>> {
         self.snapshot().percentile(id, t0, t1, q)
+    }
+
+    /// See [`Snapshot::percentile_many`].
+    pub fn percentile_many(
+        &self,
+        ids: &[SourceId],
+        t0: u64,
+        t1: u64,
+        q: f64,
+    ) -> Result<Option<u64>> {
+        self.snapshot().percentile_many(ids, t0, t1, q)
+    }
+
+    /// See [`Snapshot::aggregate_many`].
+    pub fn aggregate_many(&self, ids: &[SourceId], t0: u64, t1: u64) -> Result<Aggregate> {
+        self.snapshot().aggregate_many(ids, t0, t1)
+    }
+
+    /// See [`Snapshot::count_many`].
+    pub fn count_many(&self, ids: &[SourceId], t0: u64, t1: u64) -> Result<u64> {
+        self.snapshot().count_many(ids, t0, t1)
     }
 
     /// See [`Snapshot::range_scan`].

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use arc_swap::ArcSwap;
 
-use crate::index::bins::BinSummary;
+use crate::bin_summary::BinSummary;
 use crate::index::directory::DirectoryView;
 use crate::index::state::IndexState;
 use crate::index::summaries::IndexSnapshot;
@@ -68,10 +68,11 @@ impl Published {
     }
 }
 
-/// A chunk's bytes, borrowed from memory or read from disk.
+/// A chunk's bytes, borrowed from memory or read from disk (shared with
+/// the cache of chunks read).
 pub(crate) enum ChunkBytes<'a> {
     Memory(&'a [u8]),
-    Disk(Vec<u8>),
+    Disk(Arc<[u8]>),
 }
 
 impl ChunkBytes<'_> {
@@ -293,7 +294,7 @@ impl Snapshot {
                 return Ok((header, ChunkBytes::Memory(&at[..len])));
             }
         }
-        let buf = self.p.files.read_chunk(addr)?;
+        let buf = self.p.files.read_chunk_cached(addr)?;
         let header = match ChunkHeader::read(&buf) {
             Ok(Some(h)) => h,
             Ok(None) => return Err(Error::corrupted(addr, "no chunk at this address on disk")),

@@ -194,8 +194,14 @@ proptest! {
         let mut want: Records = Vec::new();
         let mut t = rng.gen_range(0..1u64 << 50);
         {
-            // Always compress: the test checks what compression gives.
-            let cfg = loom::Config { store_raw_when_queued: usize::MAX, ..small_config() };
+            // Always compress: the test checks what compression gives. A
+            // persist seals every open chunk (no sealing by age), so chunks
+            // are sealed by size or at each persist, as this test means.
+            let cfg = loom::Config {
+                store_raw_when_queued: usize::MAX,
+                seal_after_us: None,
+                ..small_config()
+            };
             let (mut w, _r) = loom::open(dir.path(), cfg)
                 .map_err(|e| TestCaseError::fail(e.to_string()))?;
             let h = w.declare(ID, schema()).map_err(|e| TestCaseError::fail(e.to_string()))?;

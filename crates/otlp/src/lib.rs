@@ -3,35 +3,44 @@
 //! The network side (gRPC and HTTP servers) lives in `loom-app`; this crate
 //! is what they share and what the fuzz target drives:
 //!
-//! - [`body`]: request bodies (protobuf or OTLP/JSON, optionally gzip) into
-//!   the export request messages of `opentelemetry-proto`, size-bounded;
-//! - [`spans`], [`logs`], [`metrics`]: each signal's items into records of
-//!   the data model in [`model`], with per-item refusals counted for OTLP's
-//!   partial-success response ([`convert::Converted`]);
-//! - [`registry`]: series ids, the cardinality limit, one layout per
+//! - request bodies (protobuf or OTLP/JSON, optionally gzip or deflate) into
+//!   the export request messages of `opentelemetry-proto`, size-bounded
+//!   ([`decode`], [`gunzip`], [`inflate`]);
+//! - each signal's items into records of the data model (`model.rs`: the
+//!   span, log and metric layouts, [`schema`]) with per-item refusals counted
+//!   for OTLP's partial-success response: [`convert_spans`],
+//!   [`convert_logs`], [`convert_metrics`] into a [`Converted`], or
+//!   [`decode_and_convert`] for a whole HTTP body;
+//! - the [`Registry`]: series ids, the cardinality limit, one layout per
 //!   measurement;
-//! - [`value`]: attributes and other structured values as JSON text.
+//! - attributes and other structured values as JSON text (`value.rs`).
+//!
+//! Modules are private; this list is the crate's API.
 //!
 //! Times are the items' own (ns since the epoch, stored as whole µs).
 
-pub mod body;
-pub mod convert;
-pub mod error;
+mod body;
+mod convert;
+mod error;
 #[cfg(feature = "fuzz")]
 pub mod fuzz;
-pub mod logs;
-pub mod metrics;
-pub mod model;
-pub mod registry;
-pub mod spans;
+mod logs;
+mod metrics;
+mod model;
+mod registry;
+mod spans;
 #[cfg(test)]
 mod testing;
-pub mod value;
+mod value;
 
-pub use body::Encoding;
-pub use convert::{Config, Context, Converted, Shaped};
+pub use body::{decode, gunzip, inflate, Encoding, Request};
+pub use convert::{Config, Context, Converted, Shaped, UNKNOWN_SERVICE};
 pub use error::{Error, Result};
+pub use logs::convert as convert_logs;
+pub use metrics::convert as convert_metrics;
+pub use model::{schema, LOG_MEASUREMENT, RESERVED, SPAN_MEASUREMENT};
 pub use registry::{Refusal, Registry};
+pub use spans::convert as convert_spans;
 
 /// The three OTLP signals.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,6 +16,7 @@ use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequ
 use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::metrics::v1::metric::Data;
 use opentelemetry_proto::tonic::metrics::v1::number_data_point::Value as NumberValue;
+use opentelemetry_proto::tonic::metrics::v1::{ExponentialHistogramDataPoint, SummaryDataPoint};
 
 use crate::convert::{push, us, Context, Converted, UNKNOWN_SERVICE};
 use crate::model::{fixed_len, HISTOGRAM, NUMBER, RESERVED, SUMMARY};
@@ -150,7 +151,6 @@ fn finish(
 pub fn convert(req: &ExportMetricsServiceRequest, ctx: &Context) -> Converted {
     let mut out = Converted::default();
     let mut b = RecordBuilder::new();
-    let max_tag = ctx.config.max_tag_bytes;
     for rm in &req.resource_metrics {
         let res = rm.resource.as_ref().map_or(&[][..], |r| &r.attributes[..]);
         let service = str_attr(res, "service.name").unwrap_or(UNKNOWN_SERVICE);
@@ -166,172 +166,145 @@ pub fn convert(req: &ExportMetricsServiceRequest, ctx: &Context) -> Converted {
                     resource: &resource,
                     scope,
                 };
-                let n = points(metric.data.as_ref());
-                let refuse = if metric.name.is_empty() {
-                    Some("a metric without a name".to_string())
-                } else if RESERVED.contains(&metric.name.as_str()) {
-                    Some(format!(
-                        "metric name {:?} is reserved for other data (Loom's telemetry or another OTLP signal)",
-                        metric.name
-                    ))
-                } else if [metric.name.len(), service.len(), metric.unit.len()]
-                    .iter()
-                    .any(|&l| l > max_tag)
-                {
-                    Some(format!(
-                        "metric name, unit or service.name longer than {max_tag} bytes (the tag value limit)"
-                    ))
-                } else {
-                    None
-                };
-                if let Some(why) = refuse {
-                    out.reject_n(n, why);
+                if let Some(why) = refusal(&m, ctx.config.max_tag_bytes) {
+                    out.reject_n(points(metric.data.as_ref()), why);
                     continue;
                 }
-                match &metric.data {
-                    None => {}
-                    Some(Data::Gauge(g)) => {
-                        for p in &g.data_points {
-                            number(&mut b, p, 0, false);
-                            finish(
-                                ctx,
-                                &mut out,
-                                &m,
-                                &NUMBER_LAYOUT,
-                                &mut b,
-                                &p.attributes,
-                                p.time_unix_nano,
-                            );
-                        }
-                    }
-                    Some(Data::Sum(s)) => {
-                        for p in &s.data_points {
-                            number(&mut b, p, s.aggregation_temporality, s.is_monotonic);
-                            finish(
-                                ctx,
-                                &mut out,
-                                &m,
-                                &NUMBER_LAYOUT,
-                                &mut b,
-                                &p.attributes,
-                                p.time_unix_nano,
-                            );
-                        }
-                    }
-                    Some(Data::Histogram(h)) => {
-                        for p in &h.data_points {
-                            histogram_head(
-                                &mut b,
-                                p.count,
-                                p.sum,
-                                p.min,
-                                p.max,
-                                p.start_time_unix_nano,
-                                h.aggregation_temporality,
-                            );
-                            b.str_with(field_offset!(HISTOGRAM, "buckets"), |o| {
-                                o.extend_from_slice(b"{\"bounds\":");
-                                f64_list(o, &p.explicit_bounds);
-                                o.extend_from_slice(b",\"counts\":");
-                                u64_list(o, &p.bucket_counts);
-                                o.push(b'}');
-                            });
-                            finish(
-                                ctx,
-                                &mut out,
-                                &m,
-                                &HISTOGRAM_LAYOUT,
-                                &mut b,
-                                &p.attributes,
-                                p.time_unix_nano,
-                            );
-                        }
-                    }
-                    Some(Data::ExponentialHistogram(h)) => {
-                        for p in &h.data_points {
-                            histogram_head(
-                                &mut b,
-                                p.count,
-                                p.sum,
-                                p.min,
-                                p.max,
-                                p.start_time_unix_nano,
-                                h.aggregation_temporality,
-                            );
-                            b.str_with(field_offset!(HISTOGRAM, "buckets"), |o| {
-                                o.extend_from_slice(
-                                    format!(
-                                        "{{\"scale\":{},\"zero_count\":{},\"zero_threshold\":",
-                                        p.scale, p.zero_count
-                                    )
-                                    .as_bytes(),
-                                );
-                                json_f64(o, p.zero_threshold);
-                                for (name, side) in
-                                    [("positive", &p.positive), ("negative", &p.negative)]
-                                {
-                                    let (off, counts) = side
-                                        .as_ref()
-                                        .map_or((0, &[][..]), |s| (s.offset, &s.bucket_counts[..]));
-                                    o.extend_from_slice(
-                                        format!(",\"{name}\":{{\"offset\":{off},\"counts\":")
-                                            .as_bytes(),
-                                    );
-                                    u64_list(o, counts);
-                                    o.push(b'}');
-                                }
-                                o.push(b'}');
-                            });
-                            finish(
-                                ctx,
-                                &mut out,
-                                &m,
-                                &HISTOGRAM_LAYOUT,
-                                &mut b,
-                                &p.attributes,
-                                p.time_unix_nano,
-                            );
-                        }
-                    }
-                    Some(Data::Summary(s)) => {
-                        for p in &s.data_points {
-                            b.start(fixed_len(SUMMARY));
-                            b.u64(field_offset!(SUMMARY, "count"), p.count);
-                            b.f64(field_offset!(SUMMARY, "sum"), p.sum);
-                            b.u64(
-                                field_offset!(SUMMARY, "start_us"),
-                                us(p.start_time_unix_nano),
-                            );
-                            b.str_with(field_offset!(SUMMARY, "quantiles"), |o| {
-                                o.push(b'[');
-                                for (i, q) in p.quantile_values.iter().enumerate() {
-                                    if i > 0 {
-                                        o.push(b',');
-                                    }
-                                    o.push(b'[');
-                                    json_f64(o, q.quantile);
-                                    o.push(b',');
-                                    json_f64(o, q.value);
-                                    o.push(b']');
-                                }
-                                o.push(b']');
-                            });
-                            finish(
-                                ctx,
-                                &mut out,
-                                &m,
-                                &SUMMARY_LAYOUT,
-                                &mut b,
-                                &p.attributes,
-                                p.time_unix_nano,
-                            );
-                        }
-                    }
+                if let Some(data) = &metric.data {
+                    convert_points(ctx, &mut out, &m, data, &mut b);
                 }
             }
         }
     }
     out
+}
+
+/// Why every point of metric `m` is refused, if it is: no name, a reserved
+/// name, or a name, unit or service longer than a tag value may be.
+fn refusal(m: &Metric, max_tag: usize) -> Option<String> {
+    if m.name.is_empty() {
+        Some("a metric without a name".to_string())
+    } else if RESERVED.contains(&m.name) {
+        Some(format!(
+            "metric name {:?} is reserved for other data (Loom's telemetry or another OTLP signal)",
+            m.name
+        ))
+    } else if [m.name.len(), m.service.len(), m.unit.len()]
+        .iter()
+        .any(|&l| l > max_tag)
+    {
+        Some(format!(
+            "metric name, unit or service.name longer than {max_tag} bytes (the tag value limit)"
+        ))
+    } else {
+        None
+    }
+}
+
+/// Converts the data points of one metric, by its kind.
+fn convert_points(
+    ctx: &Context,
+    out: &mut Converted,
+    m: &Metric,
+    data: &Data,
+    b: &mut RecordBuilder,
+) {
+    let mut push_point =
+        |b: &mut RecordBuilder, layout: &Layout, attrs: &[KeyValue], time_ns: u64| {
+            finish(ctx, out, m, layout, b, attrs, time_ns);
+        };
+    match data {
+        Data::Gauge(g) => {
+            for p in &g.data_points {
+                number(b, p, 0, false);
+                push_point(b, &NUMBER_LAYOUT, &p.attributes, p.time_unix_nano);
+            }
+        }
+        Data::Sum(s) => {
+            for p in &s.data_points {
+                number(b, p, s.aggregation_temporality, s.is_monotonic);
+                push_point(b, &NUMBER_LAYOUT, &p.attributes, p.time_unix_nano);
+            }
+        }
+        Data::Histogram(h) => {
+            for p in &h.data_points {
+                let t = h.aggregation_temporality;
+                histogram_head(b, p.count, p.sum, p.min, p.max, p.start_time_unix_nano, t);
+                b.str_with(field_offset!(HISTOGRAM, "buckets"), |o| {
+                    o.extend_from_slice(b"{\"bounds\":");
+                    f64_list(o, &p.explicit_bounds);
+                    o.extend_from_slice(b",\"counts\":");
+                    u64_list(o, &p.bucket_counts);
+                    o.push(b'}');
+                });
+                push_point(b, &HISTOGRAM_LAYOUT, &p.attributes, p.time_unix_nano);
+            }
+        }
+        Data::ExponentialHistogram(h) => {
+            for p in &h.data_points {
+                let t = h.aggregation_temporality;
+                histogram_head(b, p.count, p.sum, p.min, p.max, p.start_time_unix_nano, t);
+                b.str_with(field_offset!(HISTOGRAM, "buckets"), |o| {
+                    exponential_buckets(o, p)
+                });
+                push_point(b, &HISTOGRAM_LAYOUT, &p.attributes, p.time_unix_nano);
+            }
+        }
+        Data::Summary(s) => {
+            for p in &s.data_points {
+                summary(b, p);
+                push_point(b, &SUMMARY_LAYOUT, &p.attributes, p.time_unix_nano);
+            }
+        }
+    }
+}
+
+/// An exponential histogram's buckets as JSON: scale, zero bucket, and the
+/// positive and negative ranges (offset and counts).
+fn exponential_buckets(o: &mut Vec<u8>, p: &ExponentialHistogramDataPoint) {
+    o.extend_from_slice(
+        format!(
+            "{{\"scale\":{},\"zero_count\":{},\"zero_threshold\":",
+            p.scale, p.zero_count
+        )
+        .as_bytes(),
+    );
+    json_f64(o, p.zero_threshold);
+    for (name, side) in [("positive", &p.positive), ("negative", &p.negative)] {
+        let (off, counts) = side
+            .as_ref()
+            .map_or((0, &[][..]), |s| (s.offset, &s.bucket_counts[..]));
+        o.extend_from_slice(format!(",\"{name}\":{{\"offset\":{off},\"counts\":").as_bytes());
+        u64_list(o, counts);
+        o.push(b'}');
+    }
+    o.push(b'}');
+}
+
+/// A summary point's fields: count, sum, start, and the quantiles as JSON
+/// `[[quantile, value], …]`.
+fn summary(b: &mut RecordBuilder, p: &SummaryDataPoint) {
+    b.start(fixed_len(SUMMARY));
+    b.u64(field_offset!(SUMMARY, "count"), p.count);
+    b.f64(field_offset!(SUMMARY, "sum"), p.sum);
+    b.u64(
+        field_offset!(SUMMARY, "start_us"),
+        us(p.start_time_unix_nano),
+    );
+    b.str_with(field_offset!(SUMMARY, "quantiles"), |o| {
+        o.push(b'[');
+        for (i, q) in p.quantile_values.iter().enumerate() {
+            if i > 0 {
+                o.push(b',');
+            }
+            o.push(b'[');
+            json_f64(o, q.quantile);
+            o.push(b',');
+            json_f64(o, q.value);
+            o.push(b']');
+        }
+        o.push(b']');
+    });
 }
 
 fn points(d: Option<&Data>) -> u64 {

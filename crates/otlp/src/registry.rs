@@ -196,6 +196,13 @@ impl Registry {
         Ok(id)
     }
 
+    /// The record layout of `measurement`'s series, when it has any (for
+    /// messages naming what a refused record differs in).
+    pub fn layout(&self, measurement: &str) -> Option<Vec<FieldDef>> {
+        let st = self.state.read().unwrap_or_else(|p| p.into_inner());
+        st.layouts.get(measurement).cloned()
+    }
+
     /// The schema of an admitted series.
     pub fn schema(&self, id: u64) -> Option<Arc<SourceSchema>> {
         let st = self.state.read().unwrap_or_else(|p| p.into_inner());

@@ -28,6 +28,7 @@ mod environment;
 mod error;
 mod event;
 mod loader;
+mod packet;
 mod skel;
 
 pub use config::ProbeConfig;

@@ -4,7 +4,7 @@
 //! (the same parse → plan → execute path as its HTTP endpoint); influx-app
 //! sends them to influxd. One text per question, so both systems answer the
 //! same statement with the same percentile rule (InfluxDB 1.x's nearest
-//! rank, see `influxql::exec::rank`).
+//! rank, see `influxql::influx_rank`).
 //!
 //! Windows are `[t0, t1]` in µs since the Unix epoch, inclusive. The time
 //! predicate is written in ns (InfluxQL's integer time unit) as

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use telemetry::raw::SourceKey;
 use telemetry::Batch;
 
-use crate::stats::percentile_nearest_rank;
+use crate::percentile::percentile_nearest_rank;
 
 /// Windows (ms) whose share of later records is reported.
 pub const WINDOWS_MS: [u64; 8] = [1, 5, 10, 25, 50, 100, 250, 1000];

@@ -97,6 +97,15 @@ impl Prepared {
         }
     }
 
+    /// The earliest arrival or event time in the recording, µs (0 if empty).
+    pub fn earliest(&self) -> u64 {
+        if self.lo == u64::MAX {
+            0
+        } else {
+            self.lo
+        }
+    }
+
     /// Batches in the recording.
     pub fn batches(&self) -> usize {
         self.batches.len()
@@ -233,16 +242,8 @@ fn new_chunk(recycled: &Receiver<Vec<u8>>, pass: u64) -> Chunk {
 }
 
 /// Shifts the event time of every record of a wire-form payload.
-fn shift_all(payload: &mut [u8], delta: u64) {
-    let mut off = 0;
-    while let Some(kind) = payload.get(off).and_then(|&t| telemetry::Kind::from_tag(t)) {
-        let end = off + 1 + kind.encoded_len();
-        match payload.get_mut(off + 1..end) {
-            Some(body) => raw::shift_event_time(kind, body, delta),
-            None => break,
-        }
-        off = end;
-    }
+pub fn shift_all(payload: &mut [u8], delta: u64) {
+    raw::shift_event_times(payload, delta)
 }
 
 #[cfg(test)]

@@ -42,6 +42,9 @@ pub struct ReplayConfig {
     pub no_wait: bool,
     /// Give up if the endpoint does not accept within this many seconds.
     pub connect_timeout_s: f64,
+    /// Send at most this many loops (`None`: once without `duration_s`,
+    /// else until it ends).
+    pub loops: Option<u64>,
 }
 
 /// One progress report (once per second).
@@ -172,6 +175,32 @@ fn is_disconnect(e: &WireError) -> bool {
 /// Chunks prepared ahead of the sender (about 8 MiB with `--no-wait`).
 const CHUNKS_AHEAD: usize = 8;
 
+/// Sleeps until `due` after `start`, in short steps so progress lines
+/// stay on time; how far behind schedule the chunk goes out (ms), or
+/// `None` when `stop` ended the wait.
+fn pace(
+    due: Duration,
+    start: Instant,
+    tick: &mut Progress,
+    progress: &mut impl FnMut(&Progress),
+    stop: &impl Fn() -> bool,
+) -> Option<f64> {
+    let now = start.elapsed();
+    if due <= now {
+        return Some((now - due).as_secs_f64() * 1e3);
+    }
+    let mut left = due - now;
+    while left > Duration::ZERO {
+        std::thread::sleep(left.min(Duration::from_millis(100)));
+        report(tick, start, progress);
+        left = due.saturating_sub(start.elapsed());
+        if stop() {
+            return None;
+        }
+    }
+    Some(0.0)
+}
+
 /// Sends the recording over `stream` (a `TcpStream` or a [`ClientStream`])
 /// to the endpoint at `cfg.addr`, and ends the stream cleanly.
 ///
@@ -197,10 +226,10 @@ pub fn run(
     })?;
     let first_arrival = rec.first_arrival();
     // Sent once without a duration; looped (until the deadline) with one.
-    let passes = if cfg.duration_s.is_some() {
-        None
-    } else {
-        Some(1)
+    let passes = match (cfg.loops, cfg.duration_s) {
+        (Some(n), _) => Some(n),
+        (None, Some(_)) => None,
+        (None, None) => Some(1),
     };
     let framing = Framing::for_replay((!cfg.no_wait).then_some(cfg.speed));
     let (tx, chunks) = crossbeam_channel::bounded::<Chunk>(CHUNKS_AHEAD);
@@ -241,21 +270,12 @@ pub fn run(
                 if !cfg.no_wait {
                     let due_us = chunk.arrival_us.saturating_sub(first_arrival) as f64 / cfg.speed;
                     let due = Duration::from_secs_f64(due_us / 1e6);
-                    let now = start.elapsed();
-                    if due > now {
-                        // Sleep in short steps so progress lines stay on time.
-                        let mut left = due - now;
-                        while left > Duration::ZERO {
-                            std::thread::sleep(left.min(Duration::from_millis(100)));
-                            report(&mut tick, start, &mut progress);
-                            left = due.saturating_sub(start.elapsed());
-                            if stop() {
-                                summary.reason = EndReason::Stopped;
-                                return Ok(());
-                            }
+                    match pace(due, start, &mut tick, &mut progress, &stop) {
+                        Some(ms) => behind_ms = ms,
+                        None => {
+                            summary.reason = EndReason::Stopped;
+                            return Ok(());
                         }
-                    } else {
-                        behind_ms = (now - due).as_secs_f64() * 1e3;
                     }
                 }
                 if let Err(e) = stream.write_all(&chunk.bytes) {

@@ -4,9 +4,10 @@ use std::collections::HashMap;
 use std::net::TcpListener;
 use std::path::Path;
 
-use replay::gen::{generate_file, GenConfig, Phase};
-use replay::tcp::{connect_with_retry, run, EndReason, ReplayConfig, ReplayError};
-use telemetry::{Batch, FrameReader};
+use replay::{connect_with_retry, run_paced as run, EndReason, ReplayConfig, ReplayError};
+use replay::{generate_file, GenConfig, Phase};
+use telemetry::wire::FrameReader;
+use telemetry::Batch;
 
 fn recording(dir: &Path) -> std::path::PathBuf {
     let p = dir.join("rec");
@@ -31,6 +32,7 @@ fn config(file: &Path, addr: String, duration_s: Option<f64>) -> ReplayConfig {
         speed: 1.0,
         no_wait: true,
         connect_timeout_s: 10.0,
+        loops: None,
     }
 }
 
@@ -124,7 +126,7 @@ fn bad_speed_and_missing_file_are_reported() {
 }
 
 /// Sends the recording once and returns what the endpoint received.
-fn send_once(file: &Path, no_wait: bool, speed: f64) -> (Vec<Batch>, replay::tcp::Summary) {
+fn send_once(file: &Path, no_wait: bool, speed: f64) -> (Vec<Batch>, replay::Summary) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let sink = std::thread::spawn(move || {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use endpoint::{BufferPool, Counters, Frames, Message, ReceiveConfig, ServerTls};
-use replay::gen::{generate_file, GenConfig, Phase};
+use replay::{generate_file, GenConfig, Phase};
 use telemetry::RecordingReader;
 
 struct Msg;
@@ -69,7 +69,7 @@ fn receiver(tls: Option<ServerTls>) -> (u16, Arc<Counters>) {
 }
 
 fn tcp_replay(rec: &Path, port: u16, ca: &Path) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_tcp-replay"))
+    Command::new(testing::binary("tcp-replay"))
         .arg("--file-path")
         .arg(rec)
         .args(["--addr", &format!("127.0.0.1:{port}"), "--no-wait"])

@@ -107,6 +107,20 @@ pub fn shift_event_time(kind: Kind, body: &mut [u8], delta: u64) {
     }
 }
 
+/// Adds `delta` to the event time of every record of a wire-form payload
+/// (tag byte and encoding each) in place; stops at the first unknown tag.
+pub fn shift_event_times(payload: &mut [u8], delta: u64) {
+    let mut off = 0;
+    while let Some(kind) = payload.get(off).and_then(|&t| Kind::from_tag(t)) {
+        let end = off + 1 + kind.encoded_len();
+        match payload.get_mut(off + 1..end) {
+            Some(body) => shift_event_time(kind, body, delta),
+            None => break,
+        }
+        off = end;
+    }
+}
+
 /// What picks a record's source, read from its encoding: the kind and, for
 /// KV ops and syscalls, the sub-key. Small and `Copy`, so an endpoint can map
 /// it to its declared source without hashing a tag per record.

@@ -22,7 +22,7 @@
 //! The hash is fixed forever (it is not std's randomized hasher), so ids are
 //! the same in every process, recording and store.
 
-use crate::record::{BlockOp, KvOpKind};
+use crate::record::{BlockOp, KvOpKind, Record};
 
 /// Stable 64-bit identity of a telemetry source.
 pub type SourceId = u64;
@@ -126,6 +126,23 @@ pub fn describe(id: SourceId) -> Option<String> {
     (0..1024u32)
         .find(|&nr| syscall(nr) == id)
         .map(|nr| format!("syscall/{nr}"))
+}
+
+impl Record {
+    /// Stable source id of the record's stream (see [`crate::source`]).
+    /// Here, not in `record`, so record kinds know nothing of source ids
+    /// (no `record ↔ source` import cycle).
+    pub fn source_id(&self) -> SourceId {
+        match self {
+            Record::KvOp(r) => kv(r.op),
+            Record::Syscall(r) => syscall(r.nr),
+            Record::PageCache(_) => page_cache(),
+            Record::Packet(_) => packet(),
+            Record::BlockIo(r) => blockio(r.op),
+            Record::RunQueue(_) => runqueue(),
+            Record::AgentStat(a) => agent(a.probe, a.stage),
+        }
+    }
 }
 
 #[cfg(test)]

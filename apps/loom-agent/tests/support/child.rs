@@ -3,8 +3,9 @@
 //!
 //! `child NAME MODE ARGS…`: renames itself to NAME (its /proc/PID/comm),
 //! prints `READY <pid>`, waits for a line on stdin, then:
-//! - `preads K`: makes exactly K pread64 calls, printing the wall-clock µs
-//!   before and after each as `CALL <before> <after>`;
+//! - `preads K [GAP_US]`: makes exactly K pread64 calls (GAP_US µs apart,
+//!   default none), printing the wall-clock µs before and after each as
+//!   `CALL <before> <after>`;
 //! - `direct PATH MIB`: writes MIB MiB to PATH with O_DIRECT;
 //! - `spin MS`: two threads busy on CPU 0 for MS ms, printing `TID <tid>`.
 //!
@@ -34,6 +35,9 @@ fn main() {
     match args[2].as_str() {
         "preads" => {
             let k: u64 = args[3].parse().expect("K");
+            let gap = args
+                .get(4)
+                .map(|g| Duration::from_micros(g.parse().expect("GAP_US")));
             let f = std::fs::File::open("/proc/self/exe").expect("open");
             let mut buf = [0u8; 64];
             let mut log = String::new();
@@ -51,6 +55,9 @@ fn main() {
                 };
                 assert!(n >= 0, "pread64 failed");
                 log.push_str(&format!("CALL {before} {}\n", now_us()));
+                if let Some(g) = gap {
+                    std::thread::sleep(g);
+                }
             }
             out.lock().write_all(log.as_bytes()).unwrap();
         }

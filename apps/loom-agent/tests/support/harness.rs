@@ -1,6 +1,7 @@
-//! One harness for loom-agent's tests: starts loom-app, the agent and
-//! traced children as real processes, learns loom-app's bound addresses
-//! from its own output, and asks InfluxQL questions over its HTTP API.
+//! loom-agent's tests on top of the shared harness (`testing`, which
+//! starts loom-app on port 0 and reads its ready file): the agent and
+//! traced children as real processes, and InfluxQL questions over
+//! loom-app's HTTP API.
 
 #![allow(dead_code)]
 
@@ -23,17 +24,9 @@ pub fn cannot_run() -> Option<String> {
     None
 }
 
-/// A binary built next to the test executable (`target/<profile>/NAME`).
+/// A binary of this build (`target/<profile>/NAME`).
 pub fn sibling(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable");
-    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
-    let p = dir.join(name);
-    assert!(
-        p.exists(),
-        "{} is missing: build it first (cargo build --release -p {name})",
-        p.display()
-    );
-    p
+    testing::binary(name)
 }
 
 /// Lines of a child's stdout, read on a thread.
@@ -73,58 +66,62 @@ impl Lines {
 
 /// A running loom-app with its own store.
 pub struct App {
-    child: Child,
+    app: testing::LoomApp,
     pub addr: String,
     pub http: String,
-    _dir: tempfile::TempDir,
-    pub lines: Lines,
+    _dir: Option<tempfile::TempDir>,
 }
 
 impl App {
     pub fn start(extra: &[&str]) -> App {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut child = Command::new(sibling("loom-app"))
-            .args(["--addr", "127.0.0.1:0", "--http", "127.0.0.1:0"])
-            .args([
-                "--otlp-grpc",
-                "off",
-                "--otlp-http",
-                "off",
-                "--report-interval-s",
-                "60",
-            ])
-            .arg("--loom-path")
-            .arg(dir.path().join("store"))
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start loom-app");
-        let lines = Lines::of(child.stdout.take().expect("stdout"));
-        let l = lines.wait_for("loom-app listening on ", Duration::from_secs(30));
-        let addr = l["loom-app listening on ".len()..]
-            .split(',')
-            .next()
-            .expect("address")
-            .to_string();
-        let h = lines.wait_for("InfluxDB API on http://", Duration::from_secs(30));
-        let http = h["InfluxDB API on http://".len()..].trim().to_string();
+        let mut app = App::start_on(&dir.path().join("store"), "127.0.0.1:0", extra);
+        app._dir = Some(dir);
+        app
+    }
+
+    /// A loom-app on the store `store` listening on `addr` (a restart
+    /// keeps both).
+    pub fn start_on(store: &std::path::Path, addr: &str, extra: &[&str]) -> App {
+        let app = testing::LoomApp::builder()
+            .addr(addr)
+            .no_otlp()
+            .args(["--report-interval-s", "60"])
+            .store(store)
+            .args(extra.iter().copied())
+            .start();
         App {
-            child,
-            addr,
-            http,
-            _dir: dir,
-            lines,
+            addr: app.tcp(),
+            http: app.http(),
+            app,
+            _dir: None,
         }
     }
 
     /// The body of `GET /query?q=…`.
     pub fn query(&self, q: &str) -> String {
+        self.get(&format!("/query?q={}", encode(q)))
+    }
+
+    /// The times (µs since the Unix epoch) of the rows `q` answers, in order.
+    pub fn times_us(&self, q: &str) -> Vec<u64> {
+        let body = self.get(&format!("/query?epoch=u&q={}", encode(q)));
+        let Some(i) = body.find("\"values\":[") else {
+            assert!(!body.contains("error"), "{q}: {body}");
+            return Vec::new();
+        };
+        body[i + "\"values\":[".len()..]
+            .split('[')
+            .filter_map(|row| row.split(',').next()?.trim().parse::<f64>().ok())
+            .map(|t| t as u64)
+            .collect()
+    }
+
+    fn get(&self, path: &str) -> String {
         let mut s = TcpStream::connect(&self.http).expect("connect to the HTTP API");
         write!(
             s,
-            "GET /query?q={} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-            encode(q)
+            "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
         )
         .unwrap();
         let mut body = String::new();
@@ -162,15 +159,7 @@ impl App {
     }
 
     pub fn kill(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for App {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.app.process.kill();
     }
 }
 
@@ -280,10 +269,9 @@ impl Agent {
             .into_iter()
             .find(|l| l.starts_with("AGENT "))
             .expect("AGENT summary line");
-        line.split_whitespace()
-            .skip(1)
-            .filter_map(|kv| kv.split_once('='))
-            .filter_map(|(k, v)| Some((k.to_string(), v.parse().ok()?)))
+        testing::fields(&line)
+            .into_iter()
+            .filter_map(|(k, v)| Some((k, v.parse().ok()?)))
             .collect()
     }
 }

@@ -30,7 +30,7 @@ pub fn bodies(requests: &[ExportTraceServiceRequest], points: usize) -> Vec<(byt
     };
     for req in requests {
         // The JSON text loom-app stores, from the same conversion.
-        let converted = otlp::spans::convert(req, &ctx);
+        let converted = otlp::convert_spans(req, &ctx);
         let spans = req
             .resource_spans
             .iter()

@@ -84,14 +84,31 @@ async fn main() -> Result<(), String> {
     let window_ns = args.data_seconds * 1_000_000_000;
     // Two minutes ago, so the data window lies in the recent past.
     let t0 = (now_ns() - window_ns - 60_000_000_000) / 1_000_000_000 * 1_000_000_000;
+    let (made, bodies) = prepare(&args, t0, window_ns);
+
+    let query = Client::new(&args.query_url, "loom", Duration::from_secs(600))
+        .map_err(|e| e.to_string())?;
+    if args.target == Target::Influxdb {
+        query.create_database().await.map_err(|e| e.to_string())?;
+    }
+    ingest(&args, &query, bodies).await?;
+    ask_questions(&args, &query, &made[0], (t0, t0 + window_ns - 1)).await
+}
+
+/// One client's encoded bodies, each with its span count.
+type Bodies = Vec<(bytes::Bytes, u64)>;
+
+/// What each client sends, encoded before the clock starts: the spans it
+/// made (for brute force) and its bodies. Prints the `OTLP-LOAD` line.
+fn prepare(args: &Args, t0: u64, window_ns: u64) -> (Vec<Vec<spans::Made>>, Vec<Bodies>) {
     let per_client = args.spans / args.clients;
     let mut made = Vec::new();
     let mut bodies = Vec::new();
-    let (mut proto_bytes, mut record_bytes, mut line_bytes) = (0usize, 0usize, 0usize);
+    let mut sizes = (0, 0, 0);
     for c in 0..args.clients {
         let (requests, m) = spans::client_requests(c, per_client, args.batch, t0, window_ns);
         made.push(m);
-        let b: Vec<(bytes::Bytes, u64)> = match args.target {
+        let b: Bodies = match args.target {
             Target::Loom => requests
                 .iter()
                 .map(|r| {
@@ -102,38 +119,48 @@ async fn main() -> Result<(), String> {
             Target::Influxdb => influx::bodies(&requests, args.influx_batch),
         };
         if c == 0 {
-            // Sizes from the first request: the wire and the stored record.
-            let r = &requests[0];
-            let n = r.resource_spans[0].scope_spans[0].spans.len();
-            proto_bytes = r.encoded_len() / n;
-            let registry = otlp::Registry::new(1000, []);
-            let config = otlp::Config::default();
-            let ctx = otlp::Context {
-                registry: &registry,
-                config: &config,
-                arrival_us: 0,
-            };
-            let recs = otlp::spans::convert(r, &ctx).records;
-            record_bytes = recs.iter().map(|x| x.bytes.len()).sum::<usize>() / recs.len().max(1);
-            line_bytes = influx::bodies(&requests[..1], usize::MAX)
-                .first()
-                .map_or(0, |b| b.0.len() / n);
+            sizes = sizes_per_span(&requests);
         }
         bodies.push(b);
     }
+    let (proto_bytes, record_bytes, line_bytes) = sizes;
     let total = (per_client * args.clients) as u64;
     println!(
         "OTLP-LOAD target={:?} clients={} spans={total} data_s={} batch={} protobuf_bytes_per_span={proto_bytes} loom_record_bytes={record_bytes} line_protocol_bytes_per_span={line_bytes}",
         args.target, args.clients, args.data_seconds,
         if args.target == Target::Loom { args.batch } else { args.influx_batch },
     );
+    (made, bodies)
+}
 
-    let query = Client::new(&args.query_url, "loom", Duration::from_secs(600))
-        .map_err(|e| e.to_string())?;
-    if args.target == Target::Influxdb {
-        query.create_database().await.map_err(|e| e.to_string())?;
-    }
-    let before = count(&query).await;
+/// Bytes per span from the first request: protobuf on the wire, Loom's
+/// stored record, line protocol.
+fn sizes_per_span(
+    requests: &[opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest],
+) -> (usize, usize, usize) {
+    let r = &requests[0];
+    let n = r.resource_spans[0].scope_spans[0].spans.len();
+    let proto_bytes = r.encoded_len() / n;
+    let registry = otlp::Registry::new(1000, []);
+    let config = otlp::Config::default();
+    let ctx = otlp::Context {
+        registry: &registry,
+        config: &config,
+        arrival_us: 0,
+    };
+    let recs = otlp::convert_spans(r, &ctx).records;
+    let record_bytes = recs.iter().map(|x| x.bytes.len()).sum::<usize>() / recs.len().max(1);
+    let line_bytes = influx::bodies(&requests[..1], usize::MAX)
+        .first()
+        .map_or(0, |b| b.0.len() / n);
+    (proto_bytes, record_bytes, line_bytes)
+}
+
+/// Sends every client's bodies concurrently, waits until every span is
+/// stored (visible to queries), prints the `OTLP-INGEST` line.
+async fn ingest(args: &Args, query: &Client, bodies: Vec<Bodies>) -> Result<(), String> {
+    let total = (args.spans / args.clients * args.clients) as u64;
+    let before = count(query).await;
     let start = Instant::now();
     let mut tasks = Vec::new();
     for b in bodies {
@@ -165,10 +192,10 @@ async fn main() -> Result<(), String> {
     let accepted_s = start.elapsed().as_secs_f64();
     // Stored: every span visible to queries.
     let deadline = Instant::now() + Duration::from_secs(600);
-    let mut stored = count(&query).await - before;
+    let mut stored = count(query).await - before;
     while stored < sent.spans && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
-        stored = count(&query).await - before;
+        stored = count(query).await - before;
     }
     let stored_s = start.elapsed().as_secs_f64();
     println!(
@@ -184,8 +211,18 @@ async fn main() -> Result<(), String> {
         ack_ms(0.50),
         ack_ms(0.99),
     );
+    Ok(())
+}
 
-    let (lo, hi) = (t0, t0 + window_ns - 1);
+/// Times the p99.99 questions over [lo, hi] on the first client's service
+/// and checks each answer against brute force over the spans it made;
+/// prints an `OTLP-QUERY` line per question.
+async fn ask_questions(
+    args: &Args,
+    query: &Client,
+    made: &[spans::Made],
+    (lo, hi): (u64, u64),
+) -> Result<(), String> {
     let questions = [
         (
             "p9999-one-name",
@@ -194,7 +231,7 @@ async fn main() -> Result<(), String> {
                 spans::NAMES[0]
             ),
             {
-                let mut v: Vec<u64> = made[0].iter().filter(|m| m.name == 0).map(|m| m.duration_us).collect();
+                let mut v: Vec<u64> = made.iter().filter(|m| m.name == 0).map(|m| m.duration_us).collect();
                 spans::percentile(&mut v, 99.99)
             },
         ),
@@ -202,7 +239,7 @@ async fn main() -> Result<(), String> {
             "p9999-service",
             format!("SELECT percentile(duration_us, 99.99) FROM span WHERE service = 'svc-0' AND time >= {lo} AND time <= {hi}"),
             {
-                let mut v: Vec<u64> = made[0].iter().map(|m| m.duration_us).collect();
+                let mut v: Vec<u64> = made.iter().map(|m| m.duration_us).collect();
                 spans::percentile(&mut v, 99.99)
             },
         ),
@@ -221,7 +258,7 @@ async fn main() -> Result<(), String> {
             "OTLP-QUERY target={:?} clients={} question={name} spans_in_window={} ms_median={:.2} ms_min={:.2} ms_max={:.2} answer={answer:?} brute_force={want:?} ok={}",
             args.target,
             args.clients,
-            if name == "p9999-one-name" { made[0].iter().filter(|m| m.name == 0).count() } else { made[0].len() },
+            if name == "p9999-one-name" { made.iter().filter(|m| m.name == 0).count() } else { made.len() },
             ms[ms.len() / 2],
             ms[0],
             ms[ms.len() - 1],

@@ -7,7 +7,7 @@ use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{status, ResourceSpans, ScopeSpans, Span, Status};
-use replay::rng::SplitMix64;
+use replay::SplitMix64;
 
 /// Span names of every service.
 pub const NAMES: [&str; 4] = ["GET /cart", "POST /pay", "db.query", "cache.get"];

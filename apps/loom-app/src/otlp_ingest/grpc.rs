@@ -139,7 +139,7 @@ impl TraceService for Services {
         req: Request<ExportTraceServiceRequest>,
     ) -> Result<Response<ExportTraceServiceResponse>, Status> {
         self.admit(&req)?;
-        let converted = otlp::spans::convert(req.get_ref(), &self.intake.context());
+        let converted = otlp::convert_spans(req.get_ref(), &self.intake.context());
         let (rejected, message) = answer(self.intake.take(converted).await)?;
         Ok(Response::new(ExportTraceServiceResponse {
             partial_success: (rejected > 0).then_some(ExportTracePartialSuccess {
@@ -157,7 +157,7 @@ impl LogsService for Services {
         req: Request<ExportLogsServiceRequest>,
     ) -> Result<Response<ExportLogsServiceResponse>, Status> {
         self.admit(&req)?;
-        let converted = otlp::logs::convert(req.get_ref(), &self.intake.context());
+        let converted = otlp::convert_logs(req.get_ref(), &self.intake.context());
         let (rejected, message) = answer(self.intake.take(converted).await)?;
         Ok(Response::new(ExportLogsServiceResponse {
             partial_success: (rejected > 0).then_some(ExportLogsPartialSuccess {
@@ -175,7 +175,7 @@ impl MetricsService for Services {
         req: Request<ExportMetricsServiceRequest>,
     ) -> Result<Response<ExportMetricsServiceResponse>, Status> {
         self.admit(&req)?;
-        let converted = otlp::metrics::convert(req.get_ref(), &self.intake.context());
+        let converted = otlp::convert_metrics(req.get_ref(), &self.intake.context());
         let (rejected, message) = answer(self.intake.take(converted).await)?;
         Ok(Response::new(ExportMetricsServiceResponse {
             partial_success: (rejected > 0).then_some(ExportMetricsPartialSuccess {

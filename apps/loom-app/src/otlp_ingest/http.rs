@@ -184,11 +184,40 @@ async fn read_body(body: Body, limit: usize, timeout: Duration) -> Result<bytes:
     }
 }
 
+/// One export request: checked (type, token, load), read and decoded,
+/// converted, then taken by the intake. Every refusal answers in the
+/// request's own encoding.
 async fn export(intake: &Intake, signal: Signal, headers: &HeaderMap, body: Body) -> Response {
-    let text = |h: header::HeaderName| headers.get(h).and_then(|v| v.to_str().ok());
-    let content_type = text(header::CONTENT_TYPE).unwrap_or("");
+    let encoding = match admit(intake, headers) {
+        Ok(e) => e,
+        Err(refused) => return *refused,
+    };
+    let plain = match read_plain(intake, headers, body, encoding).await {
+        Ok(p) => p,
+        Err(refused) => return *refused,
+    };
+    let converted = otlp::decode_and_convert(signal, &plain, encoding, &intake.context());
+    let converted = match converted {
+        Ok(c) => c,
+        Err(e) => return refused_body(intake, encoding, &e),
+    };
+    match intake.take(converted).await {
+        Outcome::Accepted { rejected, message } => success(signal, encoding, rejected, message),
+        o => throttled(&o, encoding),
+    }
+}
+
+/// A header of the request as text, if present and valid.
+fn header_text(headers: &HeaderMap, h: header::HeaderName) -> Option<&str> {
+    headers.get(h).and_then(|v| v.to_str().ok())
+}
+
+/// The request's encoding, once its Content-Type is known, its token right
+/// and the intake not busy; otherwise the refusal.
+fn admit(intake: &Intake, headers: &HeaderMap) -> Result<Encoding, Box<Response>> {
+    let content_type = header_text(headers, header::CONTENT_TYPE).unwrap_or("");
     let Some(encoding) = Encoding::from_content_type(content_type) else {
-        return bad(
+        return Err(Box::new(bad(
             intake,
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             INVALID_ARGUMENT,
@@ -196,40 +225,49 @@ async fn export(intake: &Intake, signal: Signal, headers: &HeaderMap, body: Body
             format!(
                 "Content-Type {content_type:?} not supported: use application/x-protobuf or application/json"
             ),
-        );
+        )));
     };
-    if !intake.authorized(text(header::AUTHORIZATION)) {
-        return bad(
+    if !intake.authorized(header_text(headers, header::AUTHORIZATION)) {
+        return Err(Box::new(bad(
             intake,
             StatusCode::UNAUTHORIZED,
             UNAUTHENTICATED,
             encoding,
             "missing or wrong token (Authorization: Bearer <token>)".into(),
-        );
+        )));
     }
     if let Some(o) = intake.busy() {
-        return throttled(&o, encoding);
+        return Err(Box::new(throttled(&o, encoding)));
     }
+    Ok(encoding)
+}
+
+/// The body, read within the size and time limits and decompressed as its
+/// Content-Encoding says; otherwise the refusal.
+async fn read_plain(
+    intake: &Intake,
+    headers: &HeaderMap,
+    body: Body,
+    encoding: Encoding,
+) -> Result<Vec<u8>, Box<Response>> {
     let limit = intake.max_body;
-    let too_large =
-        || format!("request body larger than the limit of {limit} bytes (--otlp-max-body-bytes)");
+    let refuse =
+        |status, code, message| Err(Box::new(bad(intake, status, code, encoding, message)));
     let raw = match read_body(body, limit, intake.read_timeout).await {
         Ok(b) => b,
         Err(BodyError::TooLarge) => {
-            return bad(
-                intake,
+            return refuse(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 RESOURCE_EXHAUSTED,
-                encoding,
-                too_large(),
+                format!(
+                    "request body larger than the limit of {limit} bytes (--otlp-max-body-bytes)"
+                ),
             )
         }
         Err(BodyError::TimedOut) => {
-            return bad(
-                intake,
+            return refuse(
                 StatusCode::REQUEST_TIMEOUT,
                 DEADLINE_EXCEEDED,
-                encoding,
                 format!(
                     "the request body did not arrive within {} ms (--otlp-read-timeout-ms)",
                     intake.read_timeout.as_millis()
@@ -237,63 +275,42 @@ async fn export(intake: &Intake, signal: Signal, headers: &HeaderMap, body: Body
             )
         }
         Err(BodyError::Broken(e)) => {
-            return bad(
-                intake,
+            return refuse(
                 StatusCode::BAD_REQUEST,
                 INVALID_ARGUMENT,
-                encoding,
                 format!("reading the request body: {e}"),
             )
         }
     };
-    let plain = match text(header::CONTENT_ENCODING)
+    let plain = match header_text(headers, header::CONTENT_ENCODING)
         .unwrap_or("identity")
         .trim()
         .to_ascii_lowercase()
         .as_str()
     {
         "" | "identity" => Ok(raw.to_vec()),
-        "gzip" => otlp::body::gunzip(&raw, limit),
-        "deflate" => otlp::body::inflate(&raw, limit),
+        "gzip" => otlp::gunzip(&raw, limit),
+        "deflate" => otlp::inflate(&raw, limit),
         other => {
-            return bad(
-                intake,
+            return refuse(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 INVALID_ARGUMENT,
-                encoding,
                 format!("Content-Encoding {other:?} not supported: use gzip, deflate or none"),
             )
         }
     };
-    let converted = plain.and_then(|p| {
-        let ctx = intake.context();
-        otlp::decode_and_convert(signal, &p, encoding, &ctx)
-    });
-    let converted = match converted {
-        Ok(c) => c,
-        Err(e) if e.is_too_large() => {
-            return bad(
-                intake,
-                StatusCode::PAYLOAD_TOO_LARGE,
-                RESOURCE_EXHAUSTED,
-                encoding,
-                e.to_string(),
-            )
-        }
-        Err(e) => {
-            return bad(
-                intake,
-                StatusCode::BAD_REQUEST,
-                INVALID_ARGUMENT,
-                encoding,
-                e.to_string(),
-            )
-        }
+    plain.map_err(|e| Box::new(refused_body(intake, encoding, &e)))
+}
+
+/// The answer to a body that could not be decompressed, decoded or
+/// converted: 413 when it is too large once decoded, else 400.
+fn refused_body(intake: &Intake, encoding: Encoding, e: &otlp::Error) -> Response {
+    let (status, code) = if e.is_too_large() {
+        (StatusCode::PAYLOAD_TOO_LARGE, RESOURCE_EXHAUSTED)
+    } else {
+        (StatusCode::BAD_REQUEST, INVALID_ARGUMENT)
     };
-    match intake.take(converted).await {
-        Outcome::Accepted { rejected, message } => success(signal, encoding, rejected, message),
-        o => throttled(&o, encoding),
-    }
+    bad(intake, status, code, encoding, e.to_string())
 }
 
 #[cfg(test)]

@@ -19,7 +19,6 @@ use endpoint::{DurableMark, NotDurable};
 use otlp::{Context, Converted, Registry};
 
 use crate::counters::Counters;
-use crate::ingest::epoch_us;
 use crate::receive::{Msg, Taken};
 
 /// How long a throttled client is asked to wait, seconds (HTTP
@@ -125,8 +124,16 @@ impl Intake {
     }
 
     /// Whether a request would be throttled now (checked before decoding,
-    /// so a busy endpoint spends nothing on requests it cannot take).
+    /// so a busy endpoint spends nothing on requests it cannot take);
+    /// counted as an OTLP request throttled.
     pub fn busy(&self) -> Option<Outcome> {
+        self.busy_uncounted().inspect(|_| {
+            self.counters.otlp_throttled.fetch_add(1, Ordering::Relaxed);
+        })
+    }
+
+    /// [`Intake::busy`] without counting it (`/write` counts its own).
+    pub fn busy_uncounted(&self) -> Option<Outcome> {
         if self.counters.recv.ingest_stopped.load(Ordering::Relaxed) {
             Some(Outcome::Stopped)
         } else if self.tx.is_full() {
@@ -134,9 +141,6 @@ impl Intake {
         } else {
             None
         }
-        .inspect(|_| {
-            self.counters.otlp_throttled.fetch_add(1, Ordering::Relaxed);
-        })
     }
 
     /// The conversion context of a request arriving now.
@@ -144,58 +148,66 @@ impl Intake {
         Context {
             registry: &self.registry,
             config: &self.config,
-            arrival_us: epoch_us(),
+            arrival_us: endpoint::epoch_us(),
+        }
+    }
+
+    /// Hands `records` to the ingest thread and, with durable
+    /// acknowledgements, waits until they are durable: what the ingest
+    /// thread did with them (late and not stored), or "retry later". Counts
+    /// the records received, nothing per way in (see [`Intake::take`]).
+    pub async fn deliver(&self, records: Vec<otlp::Shaped>) -> Result<Taken, Outcome> {
+        if self.counters.recv.ingest_stopped.load(Ordering::Relaxed) {
+            return Err(Outcome::Stopped);
+        }
+        let n = records.len() as u64;
+        if n == 0 {
+            return Ok(Taken::default());
+        }
+        let (answer, answered) = match self.acks.mode {
+            AckMode::Durable => {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                (Some(tx), Some(rx))
+            }
+            AckMode::Queued => (None, None),
+        };
+        match self.tx.try_send(Msg::Otlp(records, answer)) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => return Err(Outcome::Busy),
+            Err(TrySendError::Disconnected(_)) => return Err(Outcome::Stopped),
+        }
+        self.counters
+            .recv
+            .records_received
+            .fetch_add(n, Ordering::Relaxed);
+        match answered {
+            Some(rx) => self.durable(rx).await,
+            None => Ok(Taken::default()),
         }
     }
 
     /// Hands the converted records to the ingest thread and, with durable
-    /// acknowledgements, waits until they are durable; counts what happened.
+    /// acknowledgements, waits until they are durable; counts what happened
+    /// as OTLP items and requests.
     pub async fn take(&self, converted: Converted) -> Outcome {
         let c = &self.counters;
-        let throttled = |o: Outcome| {
-            c.otlp_throttled.fetch_add(1, Ordering::Relaxed);
-            o
-        };
-        if c.recv.ingest_stopped.load(Ordering::Relaxed) {
-            return throttled(Outcome::Stopped);
-        }
         let mut message = converted.message();
         let mut rejected = converted.rejected;
         let n = converted.records.len() as u64;
-        let mut taken = Taken::default();
-        if n > 0 {
-            let (answer, answered) = match self.acks.mode {
-                AckMode::Durable => {
-                    let (tx, rx) = tokio::sync::oneshot::channel();
-                    (Some(tx), Some(rx))
-                }
-                AckMode::Queued => (None, None),
-            };
-            match self.tx.try_send(Msg::Otlp(converted.records, answer)) {
-                Ok(()) => {}
-                Err(TrySendError::Full(_)) => return throttled(Outcome::Busy),
-                Err(TrySendError::Disconnected(_)) => return throttled(Outcome::Stopped),
+        let taken = match self.deliver(converted.records).await {
+            Ok(t) => t,
+            Err(o) => {
+                c.otlp_throttled.fetch_add(1, Ordering::Relaxed);
+                return o;
             }
-            c.recv.records_received.fetch_add(n, Ordering::Relaxed);
-            if let Some(rx) = answered {
-                match self.durable(rx).await {
-                    Ok(t) => taken = t,
-                    Err(o) => return throttled(o),
-                }
-            }
-        }
+        };
         let late = taken.late;
         let refused = late + taken.not_stored;
         if late > 0 {
-            add_reason(&mut message, &format!(
-                "{late} items older than their series' newest stored record (later than --otlp-reorder-window-ms allows)"
-            ));
+            add_reason(&mut message, &late_reason(late));
         }
         if taken.not_stored > 0 {
-            add_reason(
-                &mut message,
-                &format!("{} items not stored (see loom-app's log)", taken.not_stored),
-            );
+            add_reason(&mut message, &not_stored_reason(taken.not_stored));
         }
         rejected += refused;
         c.otlp_requests.fetch_add(1, Ordering::Relaxed);
@@ -243,6 +255,16 @@ impl Intake {
             log::warn!("OTLP request refused: {why}");
         }
     }
+}
+
+/// Why `n` records were refused as late, as a partial-success reason.
+pub fn late_reason(n: u64) -> String {
+    format!("{n} items older than their series' newest stored record (later than --otlp-reorder-window-ms allows)")
+}
+
+/// Why `n` records were not stored for other reasons.
+pub fn not_stored_reason(n: u64) -> String {
+    format!("{n} items not stored (see loom-app's log)")
 }
 
 /// The text of a "retry later" answer.

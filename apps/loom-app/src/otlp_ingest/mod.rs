@@ -13,6 +13,7 @@
 //! HTTP 503 + Retry-After), refused items (late ones included) are
 //! reported in OTLP's partial-success response; all are counted.
 
+mod conn;
 mod grpc;
 mod http;
 mod intake;
@@ -24,10 +25,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-pub use intake::{AckMode, Acks, Intake};
+pub use intake::{
+    late_reason, not_stored_reason, retry_message, AckMode, Acks, Intake, Outcome, RETRY_AFTER_S,
+};
 pub use stage::OtlpStage;
-
-use crate::cli::Cli;
 
 /// Where OTLP/gRPC listens unless `--otlp-grpc` says otherwise.
 pub const DEFAULT_GRPC_ADDR: &str = "127.0.0.1:4317";
@@ -84,21 +85,40 @@ fn bind(
     }
 }
 
-/// Starts the servers the flags ask for; `None` when both are off.
+/// Where the OTLP servers listen (`--otlp-grpc`, `--otlp-http`: an
+/// address, `off`, or `None` for the default) and how many threads serve
+/// them (`--otlp-threads`).
+pub struct Listen<'a> {
+    /// `--otlp-grpc`.
+    pub grpc: Option<&'a str>,
+    /// `--otlp-http`.
+    pub http: Option<&'a str>,
+    /// `--otlp-threads`.
+    pub threads: usize,
+    /// The gRPC listener's connection bound (`--max-connections`).
+    pub grpc_gate: Arc<loom::ConnectionGate>,
+    /// The HTTP listener's connection bound (`--max-connections`).
+    pub http_gate: Arc<loom::ConnectionGate>,
+    /// A connection the server has had nothing to answer on for this long
+    /// is closed (`--idle-timeout-ms`; see `conn.rs`).
+    pub idle_timeout: Duration,
+}
+
+/// Starts the servers `listen` asks for; `None` when both are off.
 pub fn start(
-    cli: &Cli,
+    listen: &Listen<'_>,
     intake: Arc<Intake>,
     token: Option<&str>,
 ) -> anyhow::Result<Option<Servers>> {
     let grpc = bind(
         "--otlp-grpc",
-        cli.otlp_grpc.as_deref(),
+        listen.grpc,
         DEFAULT_GRPC_ADDR,
         token.is_some(),
     )?;
     let http = bind(
         "--otlp-http",
-        cli.otlp_http.as_deref(),
+        listen.http,
         DEFAULT_HTTP_ADDR,
         token.is_some(),
     )?;
@@ -106,7 +126,7 @@ pub fn start(
         return Ok(None);
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(cli.otlp_threads)
+        .worker_threads(listen.threads)
         .thread_name("otlp")
         .enable_all()
         .build()
@@ -134,7 +154,7 @@ pub fn start(
             tokio::net::TcpListener::from_std(l).context("--otlp-grpc: socket")?
         };
         let incoming =
-            tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+            conn::Gated::new(listener, listen.grpc_gate.clone(), listen.idle_timeout).incoming();
         let done = signal();
         runtime.spawn(async move {
             let served = tonic::transport::Server::builder()
@@ -159,12 +179,14 @@ pub fn start(
         l.set_nonblocking(true).context("--otlp-http: socket")?;
         servers.http = Some(l.local_addr().context("--otlp-http: socket")?);
         let app = http::router(intake);
+        let (http_gate, idle) = (listen.http_gate.clone(), listen.idle_timeout);
         let listener = {
             let _guard = runtime.enter();
             tokio::net::TcpListener::from_std(l).context("--otlp-http: socket")?
         };
         let done = signal();
         runtime.spawn(async move {
+            let listener = conn::Gated::new(listener, http_gate, idle);
             let served = axum::serve(listener, app)
                 .with_graceful_shutdown(done)
                 .await;

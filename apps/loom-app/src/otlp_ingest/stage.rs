@@ -16,9 +16,9 @@ use std::sync::Arc;
 use loom::{SourceId, Writer};
 use otlp::{Registry, Shaped};
 
-use crate::ingest::{Source, Tally};
 use crate::intake_log::{FileNo, IntakeLog};
 use crate::reorder::{Keyed, Reorder, Timed};
+use crate::source_state::{Source, Tally};
 
 /// An OTLP record on its way to the engine, with the intake-log file that
 /// holds it (0 when there is no log).

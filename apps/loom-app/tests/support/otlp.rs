@@ -4,18 +4,18 @@
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use testing::LoomApp;
 
-/// A running loom-app and its stdout lines.
+/// A running loom-app (the shared harness's) and its OTLP and InfluxQL
+/// addresses.
 pub struct App {
-    pub child: Child,
-    pub lines: mpsc::Receiver<String>,
+    pub app: LoomApp,
     /// `host:port` of OTLP/gRPC.
     pub grpc: String,
     /// `host:port` of OTLP/HTTP.
@@ -29,92 +29,37 @@ impl App {
     /// port, plus `extra` flags (persisting every 200 ms unless they say
     /// otherwise); waits until it listens.
     pub fn start(store: &Path, extra: &[&str]) -> App {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_loom-app"))
-            .args([
-                "--addr",
-                "127.0.0.1:0",
-                "--http",
-                "127.0.0.1:0",
-                "--otlp-grpc",
-                "127.0.0.1:0",
-                "--otlp-http",
-                "127.0.0.1:0",
-                "--query",
-                "probe-effect",
-                "--report-interval-s",
-                "1",
-            ])
-            .args(
-                (!extra.contains(&"--persist-interval-ms"))
-                    .then_some(["--persist-interval-ms", "200"])
-                    .into_iter()
-                    .flatten(),
-            )
-            .args(extra)
-            .arg("--loom-path")
-            .arg(store)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn loom-app");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for l in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let _ = tx.send(l);
-            }
-        });
-        let mut app = App {
-            child,
-            lines: rx,
-            grpc: String::new(),
-            http: String::new(),
-            influx: String::new(),
-        };
-        app.influx = app.wait_for("InfluxDB API on http://");
-        app.grpc = app.wait_for("OTLP gRPC on ");
-        app.http = app.wait_for("OTLP HTTP on http://");
-        app
+        let mut args = vec!["--query", "probe-effect", "--report-interval-s", "1"];
+        if !extra.contains(&"--persist-interval-ms") {
+            args.extend(["--persist-interval-ms", "200"]);
+        }
+        args.extend_from_slice(extra);
+        let app = LoomApp::builder().args(args).store(store).start();
+        App {
+            grpc: app.otlp_grpc(),
+            http: app.otlp_http(),
+            influx: app.http(),
+            app,
+        }
     }
 
-    /// The rest of the first line starting with `prefix` (60 s at most).
-    pub fn wait_for(&self, prefix: &str) -> String {
-        let end = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < end {
-            if let Ok(l) = self.lines.recv_timeout(Duration::from_millis(200)) {
-                if let Some(rest) = l.strip_prefix(prefix) {
-                    return rest.to_string();
-                }
-            }
-        }
-        panic!("loom-app never printed {prefix:?}");
+    /// Kills loom-app at once (SIGKILL: no chance to persist anything).
+    pub fn kill(&mut self) {
+        self.app.process.kill();
+    }
+
+    /// Whether loom-app is still running.
+    pub fn running(&mut self) -> bool {
+        !self.app.process.exited()
     }
 
     /// Asks loom-app to stop (SIGINT) and returns its `Final` lines.
-    pub fn stop(mut self) -> Vec<String> {
-        // SAFETY: signalling our own child process by its pid.
-        let rc = unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGINT) };
-        assert_eq!(rc, 0, "SIGINT to loom-app");
-        let mut finals = Vec::new();
-        let end = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < end {
-            match self.lines.recv_timeout(Duration::from_millis(200)) {
-                Ok(l) if l.starts_with("Final") => finals.push(l),
-                Ok(l) if l.starts_with("store:") => break,
-                Ok(_) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => break,
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-            }
-        }
-        let _ = self.child.wait();
-        finals
-    }
-}
-
-impl Drop for App {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    pub fn stop(self) -> Vec<String> {
+        let end = self.app.stop();
+        end.lines
+            .into_iter()
+            .filter(|l| l.starts_with("Final"))
+            .collect()
     }
 }
 

@@ -2,11 +2,13 @@
 
 pub mod access;
 pub mod aggregate;
+pub mod distinct;
 pub mod limits;
 pub mod page;
 pub mod rank;
 pub mod raw;
 pub mod show;
+pub mod subquery;
 pub mod top;
 pub mod value;
 
@@ -17,7 +19,7 @@ pub use limits::Limits;
 pub use rank::influx_rank;
 
 use crate::error::{Error, Result};
-use crate::plan::{Catalog, Plan};
+use crate::plan::{Catalog, Func, Plan};
 use crate::result::StatementResult;
 
 /// Runs `plan` on `snap` within `limits`, through `access` (see
@@ -35,9 +37,13 @@ pub fn execute(
     }
     match plan {
         Plan::Show(p) => Ok(show::execute(catalog, p)),
+        Plan::Aggregate(p) if p.calls.first().is_some_and(|c| c.func == Func::Distinct) => {
+            distinct::execute(snap, p, limits)
+        }
         Plan::Aggregate(p) => aggregate::execute(snap, p, limits, access),
         Plan::Raw(p) => raw::execute(snap, p, limits),
         Plan::Top(p) => top::execute(snap, p, limits),
+        Plan::Subquery(p) => subquery::execute(snap, catalog, p, limits, access),
         Plan::Nothing => Ok(StatementResult::default()),
     }
 }

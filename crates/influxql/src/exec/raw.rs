@@ -56,6 +56,9 @@ fn scan_series(
                 _ => return,
             }
         }
+        if !s.passes(bytes) {
+            return;
+        }
         match keep {
             // Ascending: the first `k` rows are all that can be shown.
             Some(k) if !plan.descending && rows.len() >= k => {}

@@ -5,6 +5,8 @@ use crate::result::{Cell, SeriesResult, StatementResult};
 
 /// The database name Loom answers to (any `db=` is accepted).
 pub const DATABASE: &str = "loom";
+/// The retention policy Loom reports (retention is the store's, by size or age).
+pub const RETENTION_POLICY: &str = "autogen";
 
 fn one(name: &str, columns: &[&str], values: Vec<Vec<Cell>>) -> SeriesResult {
     SeriesResult {
@@ -18,6 +20,7 @@ fn one(name: &str, columns: &[&str], values: Vec<Vec<Cell>>) -> SeriesResult {
 /// Runs a SHOW plan.
 pub fn execute(catalog: &Catalog, plan: &ShowPlan) -> StatementResult {
     let measurements = |from: &Option<String>| -> Vec<String> {
+        // FIELD KEYS lists every measurement when FROM is absent.
         match from {
             Some(m) => vec![m.clone()],
             None => catalog.measurements.keys().cloned().collect(),
@@ -30,52 +33,64 @@ pub fn execute(catalog: &Catalog, plan: &ShowPlan) -> StatementResult {
             &["name"],
             vec![vec![Cell::Str(DATABASE.into())]],
         )),
-        ShowPlan::Measurements(limit) => {
-            if !catalog.measurements.is_empty() && *limit != Some(0) {
+        ShowPlan::RetentionPolicies => series.push(SeriesResult {
+            name: String::new(),
+            tags: Vec::new(),
+            columns: [
+                "name",
+                "duration",
+                "shardGroupDuration",
+                "replicaN",
+                "default",
+            ]
+            .iter()
+            .map(|c| c.to_string())
+            .collect(),
+            values: vec![vec![
+                Cell::Str(RETENTION_POLICY.into()),
+                Cell::Str("0s".into()),
+                Cell::Str("168h0m0s".into()),
+                Cell::UInt(1),
+                Cell::Bool(true),
+            ]],
+        }),
+        ShowPlan::Measurements(names) => {
+            if !names.is_empty() {
                 series.push(one(
                     "measurements",
                     &["name"],
-                    catalog
-                        .measurements
-                        .keys()
-                        .take(limit.map_or(usize::MAX, |l| l as usize))
-                        .map(|m| vec![Cell::Str(m.clone())])
-                        .collect(),
+                    names.iter().map(|m| vec![Cell::Str(m.clone())]).collect(),
                 ));
             }
         }
-        ShowPlan::TagKeys(from) => {
-            for m in measurements(from) {
-                let keys = catalog.tag_keys(&m);
-                if !keys.is_empty() {
-                    series.push(one(
-                        &m,
-                        &["tagKey"],
-                        keys.into_iter().map(|k| vec![Cell::Str(k)]).collect(),
-                    ));
-                }
+        ShowPlan::Series(keys) => {
+            if !keys.is_empty() {
+                series.push(one(
+                    "",
+                    &["key"],
+                    keys.iter().map(|k| vec![Cell::Str(k.clone())]).collect(),
+                ));
             }
         }
-        ShowPlan::TagValues(from, key) => {
-            for m in measurements(from) {
-                let mut vals: Vec<String> = catalog
-                    .measurements
-                    .get(&m)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|s| s.schema.tag(key).map(str::to_string))
-                    .collect();
-                vals.sort();
-                vals.dedup();
-                if !vals.is_empty() {
-                    series.push(one(
-                        &m,
-                        &["key", "value"],
-                        vals.into_iter()
-                            .map(|v| vec![Cell::Str(key.clone()), Cell::Str(v)])
-                            .collect(),
-                    ));
-                }
+        ShowPlan::TagKeys(per) => {
+            for (m, keys) in per {
+                series.push(one(
+                    m,
+                    &["tagKey"],
+                    keys.iter().map(|k| vec![Cell::Str(k.clone())]).collect(),
+                ));
+            }
+        }
+        ShowPlan::TagValues(per) => {
+            for (m, pairs) in per {
+                series.push(one(
+                    m,
+                    &["key", "value"],
+                    pairs
+                        .iter()
+                        .map(|(k, v)| vec![Cell::Str(k.clone()), Cell::Str(v.clone())])
+                        .collect(),
+                ));
             }
         }
         ShowPlan::FieldKeys(from) => {

@@ -1,5 +1,6 @@
-//! Executing `top(field, N)`: the N largest values of each group, ties to
-//! the earliest points (as InfluxDB 1.x), listed in time order.
+//! Executing `top(field, N)` / `bottom(field, N)`: the N largest (smallest)
+//! values of each group, ties to the earliest points (as InfluxDB 1.x),
+//! listed in time order.
 //!
 //! On one series with the indexed field and no field predicate, the
 //! engine finds the N-th largest value `x` from bin counts
@@ -23,11 +24,18 @@ type Point = (Value, u64, usize);
 struct Best {
     n: usize,
     points: Vec<Point>,
+    /// Smaller values are better (`bottom`).
+    bottom: bool,
 }
 
 impl Best {
-    fn order(a: &Point, b: &Point) -> std::cmp::Ordering {
-        value_cmp(b.0, a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2))
+    fn order(&self, a: &Point, b: &Point) -> std::cmp::Ordering {
+        let by_value = if self.bottom {
+            value_cmp(a.0, b.0)
+        } else {
+            value_cmp(b.0, a.0)
+        };
+        by_value.then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2))
     }
 
     fn push(&mut self, p: Point) {
@@ -38,8 +46,10 @@ impl Best {
     }
 
     fn trim(&mut self) {
-        self.points.sort_by(Self::order);
-        self.points.truncate(self.n);
+        let mut points = std::mem::take(&mut self.points);
+        points.sort_by(|a, b| self.order(a, b));
+        points.truncate(self.n);
+        self.points = points;
     }
 }
 
@@ -54,17 +64,28 @@ fn group_points(
     let mut best = Best {
         n,
         points: Vec::new(),
+        bottom: plan.bottom,
     };
     let single_indexed = plan.fields.is_empty()
+        && !group.filtered()
         && group.series.len() == 1
         && group.series[0].index_field() == Some(plan.field.name());
     if single_indexed {
         let id = group.series[0].id;
-        let x = snap.value_at_rank(id, t0, t1, |m| m.saturating_sub(plan.n) + 1)?;
-        if let Some(x) = x {
-            snap.range_scan(id, t0, t1, x, u64::MAX, |ts, v, _| {
-                best.push((Value::Unsigned(v), ts, 0));
-            })?;
+        if plan.bottom {
+            let x = snap.value_at_rank(id, t0, t1, |m| plan.n.min(m))?;
+            if let Some(x) = x {
+                snap.range_scan(id, t0, t1, 0, x, |ts, v, _| {
+                    best.push((Value::Unsigned(v), ts, 0));
+                })?;
+            }
+        } else {
+            let x = snap.value_at_rank(id, t0, t1, |m| m.saturating_sub(plan.n) + 1)?;
+            if let Some(x) = x {
+                snap.range_scan(id, t0, t1, x, u64::MAX, |ts, v, _| {
+                    best.push((Value::Unsigned(v), ts, 0));
+                })?;
+            }
         }
     } else {
         let mut ticker = Ticker::new(limits);
@@ -82,6 +103,9 @@ fn group_points(
                         Some(d) if p.matches(d, bytes) => {}
                         _ => return,
                     }
+                }
+                if !s.passes(bytes) {
+                    return;
                 }
                 if let Some(v) = def.read(bytes) {
                     best.push((v, ts, pos));

@@ -112,6 +112,10 @@ pub enum CompareOp {
     Gt,
     /// `>=`
     Ge,
+    /// `=~`: a regular expression matches (unanchored).
+    Match,
+    /// `!~`: a regular expression does not match.
+    NotMatch,
 }
 
 impl CompareOp {
@@ -124,6 +128,8 @@ impl CompareOp {
             CompareOp::Le => "<=",
             CompareOp::Gt => ">",
             CompareOp::Ge => ">=",
+            CompareOp::Match => "=~",
+            CompareOp::NotMatch => "!~",
         }
     }
 }
@@ -197,19 +203,13 @@ fn compare_op(i: &str) -> PResult<'_, CompareOp> {
         ("<>", CompareOp::Ne),
         ("<=", CompareOp::Le),
         (">=", CompareOp::Ge),
-        ("=~", CompareOp::Eq),
-        ("!~", CompareOp::Ne),
+        ("=~", CompareOp::Match),
+        ("!~", CompareOp::NotMatch),
         ("=", CompareOp::Eq),
         ("<", CompareOp::Lt),
         (">", CompareOp::Gt),
     ] {
         if let Some(rest) = i.strip_prefix(text) {
-            if text.ends_with('~') {
-                return fail_at(
-                    i,
-                    "a comparison other than a regular expression match (=~, !~ are not supported)",
-                );
-            }
             return Ok((rest, op));
         }
     }
@@ -222,7 +222,10 @@ fn compare_op(i: &str) -> PResult<'_, CompareOp> {
 
 fn comparison(i: &str) -> PResult<'_, Condition> {
     let (i, lhs) = expr(i)?;
-    let (i, op) = expect("a comparison operator (=, !=, <, <=, >, >=)", compare_op)(i)?;
+    let (i, op) = expect(
+        "a comparison operator (=, !=, <, <=, >, >=, =~, !~)",
+        compare_op,
+    )(i)?;
     let (i, rhs) = expect("an operand", expr)(i)?;
     Ok((i, Condition::Compare { lhs, op, rhs }))
 }

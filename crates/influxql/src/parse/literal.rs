@@ -51,6 +51,9 @@ pub enum Literal {
     Float(f64),
     /// An integer with a unit suffix.
     Duration(Duration),
+    /// `/pattern/`: a regular expression (RE2 syntax, as InfluxDB's Go
+    /// `regexp`), kept as written with `\/` read as `/`.
+    Regex(String),
 }
 
 impl fmt::Display for Literal {
@@ -80,6 +83,16 @@ impl fmt::Display for Literal {
                 }
             }
             Literal::Duration(d) => write!(f, "{d}"),
+            Literal::Regex(r) => {
+                f.write_str("/")?;
+                for c in r.chars() {
+                    match c {
+                        '/' => f.write_str("\\/")?,
+                        c => write!(f, "{c}")?,
+                    }
+                }
+                f.write_str("/")
+            }
         }
     }
 }
@@ -143,9 +156,42 @@ pub fn string(i: &str) -> PResult<'_, String> {
     quoted_body('\'')(i)
 }
 
+/// `/pattern/`; `\/` stands for `/`, every other escape is the pattern's.
+pub fn regex(i: &str) -> PResult<'_, String> {
+    let (i, _) = ws(i)?;
+    let Some(body) = i.strip_prefix('/') else {
+        return Err(nom::Err::Error(super::common::Fail {
+            input: i,
+            expected: None,
+            bound: None,
+        }));
+    };
+    let mut out = String::new();
+    let mut chars = body.char_indices();
+    while let Some((k, c)) = chars.next() {
+        match c {
+            '/' => return Ok((&body[k + 1..], out)),
+            '\\' => match chars.next() {
+                Some((_, '/')) => out.push('/'),
+                Some((_, d)) => {
+                    out.push('\\');
+                    out.push(d);
+                }
+                None => break,
+            },
+            c => out.push(c),
+        }
+    }
+    fail_at(i, "a regular expression closed by '/'")
+}
+
 /// Any literal.
 pub fn literal(i: &str) -> PResult<'_, Literal> {
-    alt((number, |i| string(i).map(|(r, s)| (r, Literal::String(s)))))(i)
+    alt((
+        number,
+        |i| string(i).map(|(r, s)| (r, Literal::String(s))),
+        |i| regex(i).map(|(r, s)| (r, Literal::Regex(s))),
+    ))(i)
 }
 
 /// A non-negative integer without unit (`LIMIT 10`).

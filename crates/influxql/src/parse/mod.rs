@@ -16,7 +16,8 @@ pub use expression::{ArithOp, CompareOp, Condition, Expr};
 pub use identifier::Ident;
 pub use literal::{Duration, Literal};
 pub use select::{
-    CallArg, Dimension, Fill, MeasurementRef, Projected, Projection, SelectStatement,
+    CallArg, Dimension, Fill, MathOp, MeasurementRef, Projected, Projection, SelectStatement,
+    Source,
 };
 pub use show::ShowStatement;
 pub use statement::{parse_statement, parse_statements, parse_statements_within, Statement};

@@ -3,7 +3,6 @@
 
 use std::fmt;
 
-use nom::branch::alt;
 use nom::combinator::map;
 
 use super::common::{expect, fail_at, keyword, token, PResult};
@@ -19,6 +18,33 @@ pub enum CallArg {
     Wildcard,
     /// A field name or a number.
     Expr(Expr),
+    /// A function call (`count(distinct(x))`, `derivative(mean(x), 1s)`).
+    Call(Box<Projected>),
+}
+
+/// An arithmetic operator of the select list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MathOp {
+    /// `+`
+    Add,
+    /// `-`
+    Sub,
+    /// `*`
+    Mul,
+    /// `/`
+    Div,
+}
+
+impl MathOp {
+    /// The operator as written.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MathOp::Add => "+",
+            MathOp::Sub => "-",
+            MathOp::Mul => "*",
+            MathOp::Div => "/",
+        }
+    }
 }
 
 /// What one projection selects.
@@ -35,6 +61,52 @@ pub enum Projected {
         /// Arguments.
         args: Vec<CallArg>,
     },
+    /// A number in arithmetic.
+    Number(Literal),
+    /// `first op₁ x₁ op₂ x₂ …`: one chain of one precedence level (`+ -`
+    /// or `* /`), evaluated left to right; a chain of the other level sits
+    /// inside as an operand. Length costs no depth.
+    Math {
+        /// The leftmost operand.
+        first: Box<Projected>,
+        /// Each operator with its right operand.
+        rest: Vec<(MathOp, Projected)>,
+    },
+    /// `( … )`.
+    Paren(Box<Projected>),
+}
+
+impl fmt::Display for Projected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Projected::Wildcard => f.write_str("*"),
+            Projected::Identifier(i) => write!(f, "{i}"),
+            Projected::Call { name, args } => {
+                // Quoted when it must be (`"limit"(x)`), so it reads back.
+                write!(f, "{}(", Ident(name.clone()))?;
+                for (k, a) in args.iter().enumerate() {
+                    if k > 0 {
+                        f.write_str(", ")?;
+                    }
+                    match a {
+                        CallArg::Wildcard => f.write_str("*")?,
+                        CallArg::Expr(e) => write!(f, "{e}")?,
+                        CallArg::Call(c) => write!(f, "{c}")?,
+                    }
+                }
+                f.write_str(")")
+            }
+            Projected::Number(l) => write!(f, "{l}"),
+            Projected::Math { first, rest } => {
+                write!(f, "{first}")?;
+                for (op, x) in rest {
+                    write!(f, " {} {x}", op.as_str())?;
+                }
+                Ok(())
+            }
+            Projected::Paren(p) => write!(f, "({p})"),
+        }
+    }
 }
 
 /// One projection with its optional `AS` alias.
@@ -57,6 +129,24 @@ pub struct MeasurementRef {
     pub name: Ident,
 }
 
+/// What a SELECT reads.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Source {
+    /// A measurement.
+    Measurement(MeasurementRef),
+    /// `( SELECT … )`: the rows of another statement.
+    Subquery(Box<SelectStatement>),
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Measurement(m) => write!(f, "{m}"),
+            Source::Subquery(s) => write!(f, "({s})"),
+        }
+    }
+}
+
 /// A GROUP BY dimension.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Dimension {
@@ -71,6 +161,8 @@ pub enum Dimension {
     Tag(Ident),
     /// `*`: every tag.
     Wildcard,
+    /// `/re/`: every tag key the regular expression matches.
+    Regex(String),
 }
 
 /// `fill(…)` of a GROUP BY time query.
@@ -93,8 +185,8 @@ pub enum Fill {
 pub struct SelectStatement {
     /// Projections, in order.
     pub fields: Vec<Projection>,
-    /// The measurement.
-    pub from: MeasurementRef,
+    /// The measurement or subquery.
+    pub from: Source,
     /// WHERE condition.
     pub condition: Option<Condition>,
     /// GROUP BY dimensions.
@@ -111,23 +203,7 @@ pub struct SelectStatement {
 
 impl fmt::Display for Projection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.expr {
-            Projected::Wildcard => f.write_str("*")?,
-            Projected::Identifier(i) => write!(f, "{i}")?,
-            Projected::Call { name, args } => {
-                write!(f, "{name}(")?;
-                for (k, a) in args.iter().enumerate() {
-                    if k > 0 {
-                        f.write_str(", ")?;
-                    }
-                    match a {
-                        CallArg::Wildcard => f.write_str("*")?,
-                        CallArg::Expr(e) => write!(f, "{e}")?,
-                    }
-                }
-                f.write_str(")")?;
-            }
-        }
+        write!(f, "{}", self.expr)?;
         if let Some(a) = &self.alias {
             write!(f, " AS {a}")?;
         }
@@ -175,6 +251,7 @@ impl fmt::Display for SelectStatement {
                     }
                     Dimension::Tag(t) => write!(f, "{t}")?,
                     Dimension::Wildcard => f.write_str("*")?,
+                    Dimension::Regex(r) => write!(f, "{}", Literal::Regex(r.clone()))?,
                 }
             }
         }
@@ -200,51 +277,108 @@ impl fmt::Display for SelectStatement {
     }
 }
 
-fn call_arg(i: &str) -> PResult<'_, CallArg> {
-    alt((
-        map(token("*"), |_| CallArg::Wildcard),
-        map(expr, CallArg::Expr),
-    ))(i)
+fn call_arg(i: &str, depth: Depth) -> PResult<'_, CallArg> {
+    if let Ok((rest, _)) = token("*")(i) {
+        return Ok((rest, CallArg::Wildcard));
+    }
+    // A call inside a call: one level deeper, committed at its name.
+    if let Ok((rest, _)) = identifier(i) {
+        if token("(")(rest).is_ok() {
+            let (r, c) = depth.nest(i, call)?;
+            return Ok((r, CallArg::Call(Box::new(c))));
+        }
+    }
+    map(expr, CallArg::Expr)(i)
 }
 
-fn projected(i: &str) -> PResult<'_, Projected> {
-    if let Ok((rest, _)) = token("*")(i) {
-        return Ok((rest, Projected::Wildcard));
-    }
+/// `name(args)`.
+fn call(i: &str, depth: Depth) -> PResult<'_, Projected> {
     let (rest, name) = identifier(i)?;
-    let Ok((mut rest, _)) = token("(")(rest) else {
-        return Ok((rest, Projected::Identifier(name)));
-    };
+    let (mut rest, _) = token("(")(rest)?;
+    let name = name.0.to_lowercase();
     let mut args = Vec::new();
     if let Ok((r, _)) = token(")")(rest) {
-        return Ok((
-            r,
-            Projected::Call {
-                name: name.0.to_lowercase(),
-                args,
-            },
-        ));
+        return Ok((r, Projected::Call { name, args }));
     }
     loop {
-        let (r, a) = expect("a function argument", call_arg)(rest)?;
+        let (r, a) = expect("a function argument", |i| call_arg(i, depth))(rest)?;
         args.push(a);
         if let Ok((r, _)) = token(",")(r) {
             rest = r;
             continue;
         }
         let (r, _) = expect("',' or ')' in the argument list", token(")"))(r)?;
-        return Ok((
-            r,
-            Projected::Call {
-                name: name.0.to_lowercase(),
-                args,
-            },
-        ));
+        return Ok((r, Projected::Call { name, args }));
     }
 }
 
-fn projection(i: &str) -> PResult<'_, Projection> {
-    let (i, expr) = projected(i)?;
+/// An operand of select-list arithmetic: a call, a field or tag, a
+/// number, or a parenthesised sum (one level deeper, committed at `(`).
+fn factor(i: &str, depth: Depth) -> PResult<'_, Projected> {
+    if let Ok((rest, _)) = token("(")(i) {
+        let d = depth.enter(i)?;
+        let (rest, inner) = expect("an expression after '('", |i| sum(i, d))(rest)?;
+        let (rest, _) = expect("')'", token(")"))(rest)?;
+        return Ok((rest, Projected::Paren(Box::new(inner))));
+    }
+    if let Ok((rest, name)) = identifier(i) {
+        if token("(")(rest).is_ok() {
+            return call(i, depth);
+        }
+        return Ok((rest, Projected::Identifier(name)));
+    }
+    map(number, Projected::Number)(i)
+}
+
+/// Operands of one precedence level joined into a chain.
+fn chain<'a>(
+    i: &'a str,
+    depth: Depth,
+    ops: [(&'static str, MathOp); 2],
+    operand: fn(&'a str, Depth) -> PResult<'a, Projected>,
+) -> PResult<'a, Projected> {
+    let (mut i, first) = operand(i, depth)?;
+    let mut rest = Vec::new();
+    'more: loop {
+        for (text, op) in ops {
+            if let Ok((after, _)) = token(text)(i) {
+                let (after, x) = expect("an operand", |i| operand(i, depth))(after)?;
+                rest.push((op, x));
+                i = after;
+                continue 'more;
+            }
+        }
+        break;
+    }
+    if rest.is_empty() {
+        return Ok((i, first));
+    }
+    Ok((
+        i,
+        Projected::Math {
+            first: Box::new(first),
+            rest,
+        },
+    ))
+}
+
+fn product(i: &str, depth: Depth) -> PResult<'_, Projected> {
+    chain(i, depth, [("*", MathOp::Mul), ("/", MathOp::Div)], factor)
+}
+
+fn sum(i: &str, depth: Depth) -> PResult<'_, Projected> {
+    chain(i, depth, [("+", MathOp::Add), ("-", MathOp::Sub)], product)
+}
+
+fn projected(i: &str, depth: Depth) -> PResult<'_, Projected> {
+    if let Ok((rest, _)) = token("*")(i) {
+        return Ok((rest, Projected::Wildcard));
+    }
+    sum(i, depth)
+}
+
+fn projection(i: &str, depth: Depth) -> PResult<'_, Projection> {
+    let (i, expr) = projected(i, depth)?;
     if let Ok((rest, _)) = keyword("AS")(i) {
         let (rest, alias) = expect("an alias after AS", identifier)(rest)?;
         return Ok((
@@ -300,6 +434,9 @@ fn dimension(i: &str) -> PResult<'_, Dimension> {
     if let Ok((rest, _)) = token("*")(i) {
         return Ok((rest, Dimension::Wildcard));
     }
+    if let Ok((rest, re)) = super::literal::regex(i) {
+        return Ok((rest, Dimension::Regex(re)));
+    }
     if let Ok((rest, _)) = keyword("time")(i) {
         if let Ok((rest, _)) = token("(")(rest) {
             let (rest, interval) = expect("a duration such as 1s", duration)(rest)?;
@@ -340,15 +477,24 @@ fn fill(i: &str) -> PResult<'_, Fill> {
 /// [`super::depth`]).
 pub fn select(i: &str, depth: Depth) -> PResult<'_, SelectStatement> {
     let (i, _) = keyword("SELECT")(i)?;
-    let (mut i, first) = expect("a field, a function call or *", projection)(i)?;
+    let (mut i, first) = expect("a field, a function call or *", |i| projection(i, depth))(i)?;
     let mut fields = vec![first];
     while let Ok((rest, _)) = token(",")(i) {
-        let (rest, p) = expect("a field, a function call or *", projection)(rest)?;
+        let (rest, p) = expect("a field, a function call or *", |i| projection(i, depth))(rest)?;
         fields.push(p);
         i = rest;
     }
     let (i, _) = expect("FROM", keyword("FROM"))(i)?;
-    let (mut i, from) = measurement(i)?;
+    let (mut i, from) = if let Ok((rest, _)) = token("(")(i) {
+        // A subquery: one level deeper, committed at its parenthesis.
+        let d = depth.enter(i)?;
+        let (rest, inner) = expect("SELECT in the subquery", |i| select(i, d))(rest)?;
+        let (rest, _) = expect("')' after the subquery", token(")"))(rest)?;
+        (rest, Source::Subquery(Box::new(inner)))
+    } else {
+        let (rest, m) = measurement(i)?;
+        (rest, Source::Measurement(m))
+    };
     if token(",")(i).is_ok() {
         return fail_at(
             i,

@@ -2,8 +2,11 @@
 //! grouped by measurement.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use loom::{FieldDef, Snapshot, SourceId, SourceSchema};
+
+use crate::plan::tree::FieldTree;
 
 /// One series: a source and its schema.
 #[derive(Debug, Clone)]
@@ -12,12 +15,21 @@ pub struct Series {
     pub id: SourceId,
     /// Its schema (measurement, tags, fields, index).
     pub schema: SourceSchema,
+    /// What its records must satisfy beyond the plan's field predicates:
+    /// what WHERE's `OR` trees leave for this series once its tags are put
+    /// in (`None`: every record passes). Set by the planner per statement.
+    pub filter: Option<Arc<FieldTree>>,
 }
 
 impl Series {
     /// The indexed field's name, if the source has a range index.
     pub fn index_field(&self) -> Option<&str> {
         self.schema.index.as_ref().map(|ix| ix.field.as_ref())
+    }
+
+    /// Whether the record `bytes` passes the series' `filter`.
+    pub fn passes(&self, bytes: &[u8]) -> bool {
+        self.filter.as_ref().is_none_or(|t| t.matches(bytes))
     }
 }
 
@@ -39,6 +51,7 @@ impl Catalog {
                 .push(Series {
                     id,
                     schema: schema.clone(),
+                    filter: None,
                 });
         }
         for v in c.measurements.values_mut() {

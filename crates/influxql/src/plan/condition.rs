@@ -1,14 +1,24 @@
 //! WHERE → a time window, tag predicates and field predicates.
 //!
-//! Only conjunctions are planned (`OR` is refused). Time is compared in
-//! nanoseconds as InfluxDB does, then mapped onto Loom's µs exactly: a
-//! record at `t` µs is at `t·1000` ns.
+//! The top level is a conjunction: its tag comparisons pick series, its
+//! field comparisons filter records (and may narrow a range-index scan).
+//! An `OR` chain becomes a [`CondTree`] of tag and field comparisons,
+//! evaluated per series while planning (`tree.rs`). Time comparisons are
+//! taken out wherever they sit, `OR` included, and their ranges
+//! intersected: influxd 1.x does exactly this (its `conditionExpr`
+//! intersects the time ranges of both operands of `AND` and `OR` alike),
+//! so `host = 'a' OR time > X` answers host `a` after `X` there, and so it
+//! does here. Time is compared in nanoseconds as InfluxDB does, then mapped
+//! onto Loom's µs exactly: a record at `t` µs is at `t·1000` ns.
 
 use loom::{FieldDef, Value};
 
 use crate::error::{Error, Result};
+use crate::parse::depth::MAX_DEPTH;
 use crate::parse::{ArithOp, CompareOp, Condition, Expr, Literal};
 use crate::plan::catalog::Catalog;
+use crate::plan::pattern::Pattern;
+use crate::plan::tree::{CondTree, FieldTree, Leaf, Reduced};
 
 /// Inclusive bounds in ns since the epoch; `None` = unbounded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -72,6 +82,7 @@ fn order_holds(op: CompareOp, ord: std::cmp::Ordering) -> bool {
         CompareOp::Le => ord != Greater,
         CompareOp::Gt => ord == Greater,
         CompareOp::Ge => ord != Less,
+        CompareOp::Match | CompareOp::NotMatch => false,
     }
 }
 
@@ -113,14 +124,14 @@ impl FieldPredicate {
             &Operand::Float(f) => {
                 let c = f.floor() as i128;
                 match self.op {
-                    Ne => (0, max),
+                    Ne | Match | NotMatch => (0, max),
                     Gt | Ge => (c, max),
                     Lt | Le => (0, c + 1),
                     Eq => (c, c + 1),
                 }
             }
             &Operand::Int(c) => match self.op {
-                Ne => (0, max),
+                Ne | Match | NotMatch => (0, max),
                 Gt => (c + 1, max),
                 Ge => (c, max),
                 Lt => (0, c - 1),
@@ -150,21 +161,39 @@ pub fn index_range(preds: &[FieldPredicate], field: Option<&str>) -> Option<(u64
     }))
 }
 
-/// `tag = 'v'` or `tag != 'v'`.
+/// How a tag predicate tests a series' value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TagMatch {
+    /// `= 'v'`.
+    Equal(String),
+    /// `!= 'v'`.
+    NotEqual(String),
+    /// `=~ /re/`.
+    Regex(Pattern),
+    /// `!~ /re/`.
+    NotRegex(Pattern),
+}
+
+/// `tag = 'v'`, `!=`, `=~ /re/` or `!~ /re/`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TagPredicate {
     /// Tag key.
     pub key: String,
-    /// True for `=`, false for `!=`.
-    pub equal: bool,
-    /// Tag value.
-    pub value: String,
+    /// The test.
+    pub test: TagMatch,
 }
 
 impl TagPredicate {
-    /// Whether a series with tag value `v` (`None`: no such tag) matches.
+    /// Whether a series with tag value `v` (`None`: no such tag, compared
+    /// as the empty string, as InfluxDB does) matches.
     pub fn holds(&self, v: Option<&str>) -> bool {
-        (v.unwrap_or("") == self.value) == self.equal
+        let v = v.unwrap_or("");
+        match &self.test {
+            TagMatch::Equal(w) => v == w,
+            TagMatch::NotEqual(w) => v != w,
+            TagMatch::Regex(p) => p.is_match(v),
+            TagMatch::NotRegex(p) => !p.is_match(v),
+        }
     }
 }
 
@@ -175,6 +204,9 @@ pub struct Filters {
     pub time: TimeBounds,
     /// Tag predicates (all must hold).
     pub tags: Vec<TagPredicate>,
+    /// `OR` trees of tag and field comparisons (all must hold), their time
+    /// comparisons already taken out into `time`.
+    pub trees: Vec<CondTree>,
     /// Field predicates (all must hold).
     pub fields: Vec<FieldPredicate>,
 }
@@ -194,6 +226,11 @@ fn time_operand(e: &Expr, now_ns: i128) -> Result<i128> {
             return Err(Error::Plan(format!("time {f} is out of range")));
         }
         Expr::Literal(Literal::String(s)) => parse_rfc3339(s)?,
+        Expr::Literal(Literal::Regex(_)) => {
+            return Err(Error::Plan(format!(
+                "time compared with a regular expression ({e})"
+            )))
+        }
         Expr::Arith { .. } => {
             return Err(Error::Unsupported(format!("nested time arithmetic ({e})")))
         }
@@ -262,19 +299,119 @@ fn flip(op: CompareOp) -> CompareOp {
     }
 }
 
-/// The comparisons of a conjunction, flattening nested AND chains with an
-/// explicit stack (no recursion, however the tree was built).
-fn conjuncts(c: &Condition) -> Result<Vec<&Condition>> {
+/// The operands of a conjunction (comparisons and OR chains), flattening
+/// nested AND chains with an explicit stack (no recursion, however the
+/// tree was built).
+fn conjuncts(c: &Condition) -> Vec<&Condition> {
     let mut out = Vec::new();
     let mut todo = vec![c];
     while let Some(c) = todo.pop() {
         match c {
             Condition::And(items) => todo.extend(items.iter().rev()),
-            Condition::Or(..) => return Err(Error::Unsupported(format!("OR in WHERE ({c})"))),
-            cmp => out.push(cmp),
+            other => out.push(other),
         }
     }
-    Ok(out)
+    out
+}
+
+/// A comparison with its identifier on the left (`'a' = host` → `host = 'a'`).
+fn oriented(c: &Condition) -> Result<(&Expr, CompareOp, &Expr)> {
+    let Condition::Compare { lhs, op, rhs } = c else {
+        return Err(Error::Plan(format!("not a comparison ({c})")));
+    };
+    match (lhs, rhs) {
+        (Expr::Identifier(_), _) => Ok((lhs, *op, rhs)),
+        (_, Expr::Identifier(_)) => Ok((rhs, flip(*op), lhs)),
+        _ => Err(Error::Unsupported(format!(
+            "a comparison without a field, tag or time ({c})"
+        ))),
+    }
+}
+
+/// `tag op literal` as a predicate (the caller knows `name` is a tag).
+fn tag_predicate(name: &str, op: CompareOp, rhs: &Expr, c: &Condition) -> Result<TagPredicate> {
+    let test = match (op, rhs) {
+        (CompareOp::Eq, Expr::Literal(Literal::String(v))) => TagMatch::Equal(v.clone()),
+        (CompareOp::Ne, Expr::Literal(Literal::String(v))) => TagMatch::NotEqual(v.clone()),
+        (CompareOp::Match, Expr::Literal(Literal::Regex(r))) => {
+            TagMatch::Regex(Pattern::compile(r)?)
+        }
+        (CompareOp::NotMatch, Expr::Literal(Literal::Regex(r))) => {
+            TagMatch::NotRegex(Pattern::compile(r)?)
+        }
+        (CompareOp::Match | CompareOp::NotMatch, _) => {
+            return Err(Error::Plan(format!(
+                "=~ and !~ need a regular expression /…/ ({c})"
+            )))
+        }
+        (CompareOp::Eq | CompareOp::Ne, _) => {
+            return Err(Error::Plan(format!(
+                "tag {name} can only be compared with a string ({c})"
+            )))
+        }
+        _ => {
+            return Err(Error::Unsupported(format!(
+                "ordering comparisons on tags ({c})"
+            )))
+        }
+    };
+    Ok(TagPredicate {
+        key: name.to_string(),
+        test,
+    })
+}
+
+/// `field op constant` as a predicate (the caller knows `field` is a
+/// field of the measurement).
+fn field_predicate(
+    field: FieldDef,
+    op: CompareOp,
+    rhs: &Expr,
+    c: &Condition,
+) -> Result<FieldPredicate> {
+    let name = field.name.to_string();
+    if matches!(op, CompareOp::Match | CompareOp::NotMatch) {
+        return Err(Error::Unsupported(format!(
+            "regular expressions on fields ({c})"
+        )));
+    }
+    let value = match (rhs, field.ty.is_numeric()) {
+        (Expr::Literal(Literal::Integer(v)), true) => Operand::Int(*v),
+        (Expr::Literal(Literal::Float(v)), true) => Operand::Float(*v),
+        (Expr::Literal(Literal::String(v)), false) => {
+            if !matches!(op, CompareOp::Eq | CompareOp::Ne) {
+                return Err(Error::Unsupported(format!(
+                    "ordering comparisons on string field {name} ({c})"
+                )));
+            }
+            Operand::Str(v.clone())
+        }
+        (_, true) => {
+            return Err(Error::Unsupported(format!(
+                "comparing field {name} with something other than a number ({c})"
+            )))
+        }
+        (_, false) => {
+            return Err(Error::Plan(format!(
+                "{name} is a string field: compare it with a string ({c})"
+            )))
+        }
+    };
+    Ok(FieldPredicate { field, op, value })
+}
+
+/// Builds an AND (`CondTree::All`) or OR (`CondTree::Any`) chain.
+type MakeChain = fn(Vec<CondTree>) -> CondTree;
+
+/// `[a, b]` without its absent operands: `None` when none is left, the
+/// operand alone when one is (as influxd's `reduce` drops the side a time
+/// comparison left empty).
+fn chain(mut v: Vec<CondTree>, make: MakeChain) -> Option<CondTree> {
+    match v.len() {
+        0 => None,
+        1 => v.pop(),
+        _ => Some(make(v)),
+    }
 }
 
 impl Filters {
@@ -287,19 +424,14 @@ impl Filters {
     ) -> Result<Filters> {
         let mut f = Filters::default();
         let Some(cond) = cond else { return Ok(f) };
-        for c in conjuncts(cond)? {
-            let Condition::Compare { lhs, op, rhs } = c else {
-                continue;
-            };
-            let (lhs, op, rhs) = match (lhs, rhs) {
-                (Expr::Identifier(_), _) => (lhs, *op, rhs),
-                (_, Expr::Identifier(_)) => (rhs, flip(*op), lhs),
-                _ => {
-                    return Err(Error::Unsupported(format!(
-                        "a comparison without a field, tag or time ({c})"
-                    )))
+        for c in conjuncts(cond) {
+            if matches!(c, Condition::Or(_)) {
+                if let Some(t) = f.tree(c, catalog, measurement, now_ns, 0)? {
+                    f.trees.push(t);
                 }
-            };
+                continue;
+            }
+            let (lhs, op, rhs) = oriented(c)?;
             if is_time(lhs) {
                 let ns = time_value(rhs, now_ns)?;
                 f.time_bound(op, ns, c)?;
@@ -310,49 +442,9 @@ impl Filters {
             };
             let name = name.as_str();
             if catalog.is_tag(measurement, name) {
-                let Expr::Literal(Literal::String(v)) = rhs else {
-                    return Err(Error::Plan(format!(
-                        "tag {name} can only be compared with a string ({c})"
-                    )));
-                };
-                let equal = match op {
-                    CompareOp::Eq => true,
-                    CompareOp::Ne => false,
-                    _ => {
-                        return Err(Error::Unsupported(format!(
-                            "ordering comparisons on tags ({c})"
-                        )))
-                    }
-                };
-                f.tags.push(TagPredicate {
-                    key: name.to_string(),
-                    equal,
-                    value: v.clone(),
-                });
+                f.tags.push(tag_predicate(name, op, rhs, c)?);
             } else if let Some(field) = catalog.field(measurement, name) {
-                let value = match (rhs, field.ty.is_numeric()) {
-                    (Expr::Literal(Literal::Integer(v)), true) => Operand::Int(*v),
-                    (Expr::Literal(Literal::Float(v)), true) => Operand::Float(*v),
-                    (Expr::Literal(Literal::String(v)), false) => {
-                        if !matches!(op, CompareOp::Eq | CompareOp::Ne) {
-                            return Err(Error::Unsupported(format!(
-                                "ordering comparisons on string field {name} ({c})"
-                            )));
-                        }
-                        Operand::Str(v.clone())
-                    }
-                    (_, true) => {
-                        return Err(Error::Unsupported(format!(
-                            "comparing field {name} with something other than a number ({c})"
-                        )))
-                    }
-                    (_, false) => {
-                        return Err(Error::Plan(format!(
-                            "{name} is a string field: compare it with a string ({c})"
-                        )))
-                    }
-                };
-                f.fields.push(FieldPredicate { field, op, value });
+                f.fields.push(field_predicate(field, op, rhs, c)?);
             } else {
                 return Err(Error::Plan(format!(
                     "{name} is not a tag or field of measurement {measurement}"
@@ -360,6 +452,102 @@ impl Filters {
             }
         }
         Ok(f)
+    }
+
+    /// An AND/OR chain as a [`CondTree`], its time comparisons moved into
+    /// `self.time` (`None`: nothing but time was in it). Recursion is
+    /// bounded by the parser's depth limit (deeper trees, which only code
+    /// builds, are refused).
+    fn tree(
+        &mut self,
+        c: &Condition,
+        catalog: &Catalog,
+        measurement: &str,
+        now_ns: i128,
+        level: usize,
+    ) -> Result<Option<CondTree>> {
+        if level > MAX_DEPTH {
+            return Err(Error::Unsupported(format!(
+                "conditions nested deeper than {MAX_DEPTH} levels"
+            )));
+        }
+        let (items, make): (&[Condition], MakeChain) = match c {
+            Condition::And(items) => (items, CondTree::All),
+            Condition::Or(items) => (items, CondTree::Any),
+            cmp => return self.tree_leaf(cmp, catalog, measurement, now_ns),
+        };
+        let mut v = Vec::with_capacity(items.len());
+        for i in items {
+            if let Some(t) = self.tree(i, catalog, measurement, now_ns, level + 1)? {
+                v.push(t);
+            }
+        }
+        Ok(chain(v, make))
+    }
+
+    /// One comparison of a tree: time into `self.time` (`None`), else a
+    /// tag or field leaf. An identifier that is neither a field nor a tag
+    /// of the measurement is a tag every series has empty, as InfluxDB
+    /// answers a tag key the measurement lacks.
+    fn tree_leaf(
+        &mut self,
+        cmp: &Condition,
+        catalog: &Catalog,
+        measurement: &str,
+        now_ns: i128,
+    ) -> Result<Option<CondTree>> {
+        let (lhs, op, rhs) = oriented(cmp)?;
+        if is_time(lhs) {
+            let ns = time_value(rhs, now_ns)?;
+            self.time_bound(op, ns, cmp)?;
+            return Ok(None);
+        }
+        let Expr::Identifier(n) = lhs else {
+            return Err(Error::Plan(format!("not a comparison ({cmp})")));
+        };
+        let leaf = match catalog.field(measurement, n.as_str()) {
+            Some(field) if !catalog.is_tag(measurement, n.as_str()) => {
+                Leaf::Field(field_predicate(field, op, rhs, cmp)?)
+            }
+            _ => Leaf::Tag(tag_predicate(n.as_str(), op, rhs, cmp)?),
+        };
+        Ok(Some(CondTree::Leaf(leaf)))
+    }
+
+    /// Whether a tree holds a field comparison (top-level field predicates
+    /// are in `fields`).
+    pub fn trees_have_fields(&self) -> bool {
+        self.trees.iter().any(CondTree::has_fields)
+    }
+
+    /// What the WHERE clause asks of a series with `schema` beyond the
+    /// top-level field predicates: `None` when no record of it can match
+    /// (a tag predicate or a tree is false), `Some(None)` when every record
+    /// passes, `Some(Some(t))` when its records must satisfy `t`.
+    pub fn residual(&self, schema: &loom::SourceSchema) -> Option<Option<FieldTree>> {
+        if !self.tags.iter().all(|p| p.holds(schema.tag(&p.key))) {
+            return None;
+        }
+        let mut left = Vec::new();
+        for t in &self.trees {
+            match t.for_series(schema) {
+                Reduced::True => {}
+                Reduced::False => return None,
+                Reduced::Records(r) => left.push(r),
+            }
+        }
+        Some(match left.len() {
+            0 => None,
+            1 => left.pop(),
+            _ => Some(FieldTree::All(left)),
+        })
+    }
+
+    /// Whether a series with `schema` can hold matching records (tag
+    /// predicates and trees; a tree's field comparisons may still filter
+    /// its records).
+    pub fn series_match(&self, schema: &loom::SourceSchema) -> bool {
+        self.residual(schema).is_some()
     }
 
     fn time_bound(&mut self, op: CompareOp, ns: i128, c: &Condition) -> Result<()> {
@@ -374,8 +562,8 @@ impl Filters {
                 lo(&mut self.time, ns);
                 hi(&mut self.time, ns);
             }
-            CompareOp::Ne => {
-                return Err(Error::Unsupported(format!("time != … ({c})")));
+            CompareOp::Ne | CompareOp::Match | CompareOp::NotMatch => {
+                return Err(Error::Unsupported(format!("time {} … ({c})", op.as_str())));
             }
         }
         Ok(())

@@ -24,14 +24,29 @@ pub fn nested_and(levels: usize) -> String {
     s
 }
 
-/// `levels` parentheses alternating AND and OR: as deep as
-/// [`nested_and`], refused by the planner (OR) with the whole condition
-/// printed in its message.
+/// `levels` parentheses alternating AND and OR of field comparisons: as
+/// deep as [`nested_and`]; a field tree every record is checked against
+/// (counts every record).
 pub fn nested_and_or(levels: usize) -> String {
     let mut s = format!("SELECT count(duration_us) FROM kv WHERE {TRUE}");
     for k in 0..levels {
         s.push_str(if k % 2 == 0 { " AND (" } else { " OR (" });
         s.push_str(TRUE);
+    }
+    s.push_str(&")".repeat(levels));
+    s
+}
+
+/// A tag comparison that holds for every series of [`store`].
+pub const TAG_TRUE: &str = "op != 'none'";
+
+/// As [`nested_and_or`] with tag comparisons only: an OR tree the planner
+/// takes (matched per series), `levels + 1` chains deep.
+pub fn nested_tag_and_or(levels: usize) -> String {
+    let mut s = format!("SELECT count(duration_us) FROM kv WHERE {TAG_TRUE}");
+    for k in 0..levels {
+        s.push_str(if k % 2 == 0 { " AND (" } else { " OR (" });
+        s.push_str(TAG_TRUE);
     }
     s.push_str(&")".repeat(levels));
     s

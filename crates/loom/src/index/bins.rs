@@ -1,36 +1,5 @@
-//! Value bins of a range index and their per-chunk summaries.
-
-/// Summary of the records of one chunk that fall in one bin.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct BinSummary {
-    pub bin: u32,
-    pub count: u32,
-    pub min: u64,
-    pub max: u64,
-    pub sum: u128,
-}
-
-impl Default for BinSummary {
-    fn default() -> Self {
-        BinSummary {
-            bin: 0,
-            count: 0,
-            min: u64::MAX,
-            max: 0,
-            sum: 0,
-        }
-    }
-}
-
-impl BinSummary {
-    #[inline(always)]
-    pub(crate) fn add(&mut self, v: u64) {
-        self.count += 1;
-        self.sum += u128::from(v);
-        self.min = self.min.min(v);
-        self.max = self.max.max(v);
-    }
-}
+//! Value bins of a range index: which bin a value falls in. (Their
+//! per-chunk summaries are [`BinSummary`](crate::bin_summary::BinSummary).)
 
 /// Division by a constant through a precomputed multiplier (the round-up
 /// method of Granlund and Montgomery): exact for every u64 dividend, and a

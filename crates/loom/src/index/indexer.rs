@@ -19,7 +19,7 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
-use crate::index::bins::BinSummary;
+use crate::bin_summary::BinSummary;
 use crate::index::state::IndexState;
 use crate::index::summaries::{IndexSnapshot, SourceSummaries, Summariser};
 use crate::log::chunk::{ChunkHeader, HEADER_LEN};
@@ -79,7 +79,6 @@ pub(crate) enum IndexMsg {
 struct SourceIndex {
     state: Arc<IndexState>,
     summaries: SourceSummaries,
-    summariser: Summariser,
 }
 
 /// Where segment index files go; `None` for a read-only store.
@@ -119,6 +118,7 @@ impl Indexer {
                     error: None,
                     buf: Vec::new(),
                     out_bins: Vec::new(),
+                    summariser: Summariser::new(),
                     segs: indexing.map(|i| IndexFiles {
                         cfg: i,
                         current: None,
@@ -270,6 +270,11 @@ struct Worker {
     error: Option<String>,
     buf: Vec<u8>,
     out_bins: Vec<BinSummary>,
+    /// One scratch space for every source: chunks are summarised one at a
+    /// time, so a per-source one (`n_bins + 2` accumulators, 480 KB for
+    /// the latency index) would only multiply memory by the number of
+    /// series.
+    summariser: Summariser,
     segs: Option<IndexFiles>,
 }
 
@@ -342,11 +347,7 @@ impl Worker {
                 if self.sources.len() <= source {
                     self.sources.resize_with(source + 1, || None);
                 }
-                self.sources[source] = Some(SourceIndex {
-                    summariser: Summariser::new(&state),
-                    state,
-                    summaries,
-                });
+                self.sources[source] = Some(SourceIndex { state, summaries });
                 false
             }
             IndexMsg::Sealed {
@@ -438,6 +439,7 @@ impl Worker {
             &self.files,
             self.chunk_size,
             &mut self.buf,
+            &mut self.summariser,
             &mut self.out_bins,
         );
         match r {
@@ -454,6 +456,7 @@ impl Worker {
     }
 }
 
+#[allow(clippy::too_many_arguments)] // the worker's scratch buffers, lent one by one
 fn summarise_chunk(
     si: &mut SourceIndex,
     addr: u64,
@@ -461,6 +464,7 @@ fn summarise_chunk(
     files: &SegmentFiles,
     chunk_size: usize,
     buf: &mut Vec<u8>,
+    summariser: &mut Summariser,
     out: &mut Vec<BinSummary>,
 ) -> Result<(), String> {
     let bytes: &[u8] = match &block {
@@ -481,6 +485,5 @@ fn summarise_chunk(
     let payload = bytes
         .get(HEADER_LEN..len)
         .ok_or("chunk length out of bounds")?;
-    si.summariser
-        .summarise(&si.state, payload, header.count, out)
+    summariser.summarise(&si.state, payload, header.count, out)
 }

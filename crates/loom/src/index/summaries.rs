@@ -1,7 +1,7 @@
 //! Range-index summaries as readers see them, and how one chunk is
 //! summarised (shared by the indexer thread and recovery).
 
-use crate::index::bins::BinSummary;
+use crate::bin_summary::BinSummary;
 use crate::index::state::IndexState;
 use crate::log::record::for_each_bytes;
 use crate::log::slab::{AppendVec, AppendView};
@@ -134,18 +134,20 @@ impl IndexSnapshot {
     }
 }
 
-/// Scratch space for summarising chunks of one index: one accumulator per
-/// bin, and the bins a chunk touched, so emitting and resetting costs per
-/// non-empty bin, not per declared bin (sources may declare thousands).
+/// Scratch space for summarising chunks: one accumulator per bin, and the
+/// bins a chunk touched, so emitting and resetting costs per non-empty bin,
+/// not per declared bin (sources may declare thousands). Every accumulator
+/// is back to empty after each chunk, so one scratch space serves chunks
+/// of every index (it grows to the largest bin count it has met).
 pub(crate) struct Summariser {
     acc: Vec<BinSummary>,
     touched: Vec<u32>,
 }
 
 impl Summariser {
-    pub(crate) fn new(state: &IndexState) -> Self {
+    pub(crate) fn new() -> Self {
         Summariser {
-            acc: vec![BinSummary::default(); state.bins.total()],
+            acc: Vec::new(),
             touched: Vec::new(),
         }
     }
@@ -159,6 +161,9 @@ impl Summariser {
         out: &mut Vec<BinSummary>,
     ) -> Result<(), String> {
         out.clear();
+        if self.acc.len() < state.bins.total() {
+            self.acc.resize(state.bins.total(), BinSummary::default());
+        }
         let acc = &mut self.acc;
         let touched = &mut self.touched;
         touched.clear();

@@ -164,6 +164,34 @@ impl<T: Copy> SlabWriter<T> {
         }
     }
 
+    /// Moves what was written into new memory of `cap` values (at least
+    /// the written length): a buffer that grows (or shrinks) as its
+    /// source's rate asks. Views keep the old memory as it was; the spare
+    /// of [`Self::reset_double_buffered`] is dropped (wrong size).
+    pub(crate) fn resize(&mut self, cap: usize) {
+        let cap = cap.max(self.len);
+        let storage = Storage::new(cap, self.align);
+        // SAFETY: `[0, len)` of the old storage is initialised and fits in
+        // the new one (cap >= len); the two allocations are distinct.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.storage.ptr.as_ptr(),
+                storage.ptr.as_ptr(),
+                self.len,
+            );
+        }
+        self.storage = Arc::new(storage);
+        self.spare = None;
+    }
+
+    /// Empties the slab into new memory of `cap` values; views keep the
+    /// old memory, which is freed with the last of them.
+    pub(crate) fn reset_to(&mut self, cap: usize) {
+        self.storage = Arc::new(Storage::new(cap, self.align));
+        self.spare = None;
+        self.len = 0;
+    }
+
     /// Empties the slab. The memory is reused when no view holds it any more;
     /// otherwise fresh memory is allocated and the old one lives on for the
     /// readers that still hold views.
@@ -213,6 +241,11 @@ impl<T: Copy> SlabView<T> {
 /// are shared with readers as they are, so publishing costs O(1) per slab.
 /// Indices never change: [`AppendVec::drop_below`] frees whole slabs at the
 /// front (retention), after which their indices read as absent.
+///
+/// The slab being written starts at [`FIRST_SLAB`] entries and doubles (a
+/// copy; readers keep the old memory) until it holds a whole page, so the
+/// thousands of per-series vectors of a store with many slow series hold
+/// about what they contain, not a page each.
 pub(crate) struct AppendVec<T: Copy> {
     full: Arc<Vec<SlabView<T>>>,
     current: SlabWriter<T>,
@@ -233,11 +266,14 @@ pub(crate) struct AppendView<T: Copy> {
     first_page: usize,
 }
 
+/// Entries the slab being written starts with.
+const FIRST_SLAB: usize = 8;
+
 impl<T: Copy> AppendVec<T> {
     pub(crate) fn new(page: usize) -> Self {
         AppendVec {
             full: Arc::new(Vec::new()),
-            current: SlabWriter::new(page, 1),
+            current: SlabWriter::new(FIRST_SLAB.min(page), 1),
             page,
             total: 0,
             first_page: 0,
@@ -251,7 +287,15 @@ impl<T: Copy> AppendVec<T> {
 
     pub(crate) fn push(&mut self, value: T) {
         if !self.current.push(value) {
-            let done = std::mem::replace(&mut self.current, SlabWriter::new(self.page, 1));
+            if self.current.capacity() < self.page {
+                self.current
+                    .resize((self.current.capacity() * 2).min(self.page));
+                self.current.push(value);
+                self.total += 1;
+                return;
+            }
+            let first = FIRST_SLAB.min(self.page);
+            let done = std::mem::replace(&mut self.current, SlabWriter::new(first, 1));
             Arc::make_mut(&mut self.full).push(done.view());
             self.current.push(value);
         }
@@ -401,6 +445,29 @@ mod tests {
     }
 
     #[test]
+    fn resize_keeps_what_was_written_and_old_views() {
+        let mut w: SlabWriter<u8> = SlabWriter::new(4, 8);
+        w.spare_mut()[..3].copy_from_slice(b"abc");
+        w.advance(3);
+        let v = w.view();
+        w.resize(16);
+        assert_eq!((w.capacity(), w.written()), (16, &b"abc"[..]));
+        w.spare_mut()[..2].copy_from_slice(b"de");
+        w.advance(2);
+        assert_eq!(w.written(), b"abcde");
+        assert_eq!(v.as_slice(), b"abc", "a view keeps the old memory");
+        w.resize(1);
+        assert_eq!(
+            (w.capacity(), w.written()),
+            (5, &b"abcde"[..]),
+            "never below the written length"
+        );
+        w.reset_to(2);
+        assert_eq!((w.capacity(), w.len()), (2, 0));
+        assert_eq!(v.as_slice(), b"abc");
+    }
+
+    #[test]
     fn append_vec_spans_pages() {
         let mut a = AppendVec::new(4);
         for i in 0..10u64 {
@@ -416,6 +483,27 @@ mod tests {
         assert_eq!(v.partition_point(|x| *x < 7), 7);
         assert_eq!(a.get(10), Some(10));
         assert_eq!(a.last(), Some(10));
+    }
+
+    #[test]
+    fn append_vec_first_slab_grows_and_old_views_keep_what_they_saw() {
+        let mut a: AppendVec<u64> = AppendVec::new(64);
+        assert_eq!(a.current.capacity(), FIRST_SLAB, "starts small");
+        let mut views = Vec::new();
+        for i in 0..200u64 {
+            a.push(i);
+            if i % 7 == 0 {
+                views.push((i + 1, a.view()));
+            }
+        }
+        for (len, v) in &views {
+            assert_eq!(v.len() as u64, *len);
+            for i in 0..*len {
+                assert_eq!(v.get(i as usize), Some(i));
+            }
+        }
+        assert_eq!(a.get(199), Some(199));
+        assert!(a.current.capacity() <= 64);
     }
 
     #[test]

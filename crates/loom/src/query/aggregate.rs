@@ -38,6 +38,14 @@ impl Aggregate {
     }
 }
 
+/// `ids` without repeats, sorted.
+fn unique(ids: &[SourceId]) -> Vec<SourceId> {
+    let mut v = ids.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
 impl Snapshot {
     /// count, sum, min and max of the source's range-index value over
     /// `[t0, t1]`. Needs a range index; fully covered chunks cost no reads.
@@ -84,6 +92,30 @@ impl Snapshot {
             }
         }
         self.each_in_tail(sv, t0, t1, |_, _| n += 1)?;
+        Ok(n)
+    }
+
+    /// [`Self::aggregate`] over the records of every source in `ids` taken
+    /// together (each id counted once): count, sum, min and max of their
+    /// indexed values in `[t0, t1]`, each source answered from its own
+    /// summaries. Every source needs a range index (the layouts may
+    /// differ: summaries carry values, not bins).
+    pub fn aggregate_many(&self, ids: &[SourceId], t0: u64, t1: u64) -> Result<Aggregate> {
+        let mut agg = Aggregate::default();
+        for id in unique(ids) {
+            let a = self.aggregate(id, t0, t1)?;
+            agg.merge(a.count, a.sum, a.min.unwrap_or(0), a.max.unwrap_or(0));
+        }
+        Ok(agg)
+    }
+
+    /// [`Self::count`] summed over every source in `ids` (each id counted
+    /// once). Needs no range index.
+    pub fn count_many(&self, ids: &[SourceId], t0: u64, t1: u64) -> Result<u64> {
+        let mut n = 0u64;
+        for id in unique(ids) {
+            n += self.count(id, t0, t1)?;
+        }
         Ok(n)
     }
 

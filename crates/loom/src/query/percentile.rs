@@ -1,7 +1,14 @@
 //! Exact percentiles: bin counts find the bin, then only that bin is read.
+//!
+//! Over several series (one measurement, many tag sets) the series' bin
+//! counts are added up when their range indexes share one bin layout (the
+//! same `min`, `interval`, `n_bins`: every series of one schema does), so a
+//! percentile over a hundred series reads what one over a single series
+//! holding the same records reads.
 
 use crate::error::{Error, Result};
-use crate::snapshot::Snapshot;
+use crate::index::state::IndexState;
+use crate::snapshot::{Snapshot, SourceView};
 use crate::source::SourceId;
 
 /// 1-based nearest rank of quantile `q` among `n` values: `ceil(q * n)`,
@@ -10,18 +17,48 @@ pub fn nearest_rank(q: f64, n: u64) -> u64 {
     ((q * n as f64).ceil() as u64).clamp(1, n.max(1))
 }
 
+/// Each series once, in the writer's order, with its range index.
+fn indexed_views<'a>(
+    snap: &'a Snapshot,
+    ids: &[SourceId],
+) -> Result<Vec<(&'a SourceView, &'a IndexState)>> {
+    let mut out: Vec<(&SourceView, &IndexState)> = Vec::with_capacity(ids.len());
+    for &id in ids {
+        let sv = snap.view(id)?;
+        out.push((sv, snap.index_of(sv)?));
+    }
+    out.sort_unstable_by_key(|(sv, _)| sv.id);
+    out.dedup_by_key(|(sv, _)| sv.id);
+    Ok(out)
+}
+
 impl Snapshot {
     /// The value at quantile `q` (0 ≤ q ≤ 1; 0.9999 for p99.99) of the
     /// source's indexed value over `[t0, t1]`, by nearest rank
     /// (`nearest_rank`): the smallest value with at least `ceil(q·n)` values
     /// at or below it. `None` for an empty window.
     pub fn percentile(&self, id: SourceId, t0: u64, t1: u64, q: f64) -> Result<Option<u64>> {
+        self.percentile_many(&[id], t0, t1, q)
+    }
+
+    /// [`Self::percentile`] over the records of every source in `ids` taken
+    /// together (each id counted once, whatever its repeats): the value at
+    /// quantile `q` among all their indexed values in `[t0, t1]`. Every
+    /// source needs a range index; `None` when the window holds no record
+    /// of any of them.
+    pub fn percentile_many(
+        &self,
+        ids: &[SourceId],
+        t0: u64,
+        t1: u64,
+        q: f64,
+    ) -> Result<Option<u64>> {
         if !(0.0..=1.0).contains(&q) {
             return Err(Error::InvalidQuery(format!(
                 "quantile {q} is outside 0..=1"
             )));
         }
-        self.value_at_rank(id, t0, t1, |n| nearest_rank(q, n))
+        self.value_at_rank_many(ids, t0, t1, |n| nearest_rank(q, n))
     }
 
     /// The `k`-th smallest (1-based) of the source's indexed values over
@@ -36,32 +73,43 @@ impl Snapshot {
         t1: u64,
         rank: impl FnOnce(u64) -> u64,
     ) -> Result<Option<u64>> {
-        let sv = self.view(id)?;
-        let ix = self.index_of(sv)?;
+        self.value_at_rank_many(&[id], t0, t1, rank)
+    }
+
+    /// [`Self::value_at_rank`] over the records of every source in `ids`
+    /// taken together (each id counted once). When their range indexes
+    /// share one bin layout, the sources' bin counts are added up, the bin
+    /// holding rank `k` is found from the sums, and only that bin's records
+    /// are read from each source: the work grows with the chunks in the
+    /// window, not with the number of sources. Sources with different
+    /// layouts are answered exactly too, by reading every record of the
+    /// window. Every source needs a range index
+    /// ([`Error::NoRangeIndex`] otherwise); an unknown id is
+    /// [`Error::UnknownSource`].
+    pub fn value_at_rank_many(
+        &self,
+        ids: &[SourceId],
+        t0: u64,
+        t1: u64,
+        rank: impl FnOnce(u64) -> u64,
+    ) -> Result<Option<u64>> {
+        let views = indexed_views(self, ids)?;
+        let Some(&(_, first)) = views.first() else {
+            return Ok(None);
+        };
         if t0 > t1 {
             return Ok(None);
         }
-        let mut counts = vec![0u64; ix.bins.total()];
-        let range = sv.dir.overlapping(t0, t1);
-        for i in range.clone() {
-            let Some(c) = sv.dir.chunks.get(i) else { break };
-            let summaries = self.covered_summaries(sv, i, &c, (t0, t1));
-            match summaries {
-                Some(bins) => {
-                    for b in bins {
-                        counts[b.bin as usize] += u64::from(b.count);
-                    }
-                }
-                None => {
-                    self.each_in_chunk(c.addr, t0, t1, |_, bytes| {
-                        counts[ix.bins.bin_of(ix.value(bytes)) as usize] += 1;
-                    })?;
-                }
-            }
+        if !views
+            .iter()
+            .all(|(_, ix)| ix.same_bins(first.min, first.interval, first.n_bins))
+        {
+            return self.value_at_rank_scanned(&views, t0, t1, rank);
         }
-        self.each_in_tail(sv, t0, t1, |_, bytes| {
-            counts[ix.bins.bin_of(ix.value(bytes)) as usize] += 1;
-        })?;
+        let mut counts = vec![0u64; first.bins.total()];
+        for &(sv, ix) in &views {
+            self.count_bins(sv, ix, t0, t1, &mut counts)?;
+        }
         let n: u64 = counts.iter().sum();
         if n == 0 {
             return Ok(None);
@@ -83,25 +131,9 @@ impl Snapshot {
             return Err(Error::corrupted(0, "bin counts do not add up"));
         };
         let mut values = Vec::with_capacity(counts[target as usize] as usize);
-        let mut take = |_: u64, bytes: &[u8]| {
-            let v = ix.value(bytes);
-            if ix.bins.bin_of(v) == target {
-                values.push(v);
-            }
-        };
-        for i in range {
-            let Some(c) = sv.dir.chunks.get(i) else { break };
-            let fully = c.first_ts >= t0 && c.last_ts <= t1;
-            if fully {
-                if let Some(mut bins) = self.summaries(sv, i) {
-                    if !bins.any(|b| b.bin == target) {
-                        continue;
-                    }
-                }
-            }
-            self.each_in_chunk(c.addr, t0, t1, &mut take)?;
+        for &(sv, ix) in &views {
+            self.values_in_bin(sv, ix, t0, t1, target, &mut values)?;
         }
-        self.each_in_tail(sv, t0, t1, &mut take)?;
         let r = (k - before) as usize;
         if r == 0 || r > values.len() {
             return Err(Error::corrupted(
@@ -113,6 +145,97 @@ impl Snapshot {
             ));
         }
         let (_, v, _) = values.select_nth_unstable(r - 1);
+        Ok(Some(*v))
+    }
+
+    /// Adds the source's values in `[t0, t1]` to `counts` by bin: from
+    /// summaries for summarised chunks inside the window, by reading the
+    /// others (edge chunks, chunks not summarised yet, the tail).
+    fn count_bins(
+        &self,
+        sv: &SourceView,
+        ix: &IndexState,
+        t0: u64,
+        t1: u64,
+        counts: &mut [u64],
+    ) -> Result<()> {
+        let add = |counts: &mut [u64], bytes: &[u8]| {
+            if let Some(c) = counts.get_mut(ix.bins.bin_of(ix.value(bytes)) as usize) {
+                *c += 1;
+            }
+        };
+        for i in sv.dir.overlapping(t0, t1) {
+            let Some(c) = sv.dir.chunks.get(i) else { break };
+            match self.covered_summaries(sv, i, &c, (t0, t1)) {
+                Some(bins) => {
+                    for b in bins {
+                        if let Some(c) = counts.get_mut(b.bin as usize) {
+                            *c += u64::from(b.count);
+                        }
+                    }
+                }
+                None => {
+                    self.each_in_chunk(c.addr, t0, t1, |_, b| add(counts, b))?;
+                }
+            }
+        }
+        self.each_in_tail(sv, t0, t1, |_, b| add(counts, b))
+    }
+
+    /// Appends the source's values in `[t0, t1]` that fall in bin `target`,
+    /// reading only chunks whose summaries hold that bin (and those without
+    /// summaries).
+    fn values_in_bin(
+        &self,
+        sv: &SourceView,
+        ix: &IndexState,
+        t0: u64,
+        t1: u64,
+        target: u32,
+        values: &mut Vec<u64>,
+    ) -> Result<()> {
+        let mut take = |_: u64, bytes: &[u8]| {
+            let v = ix.value(bytes);
+            if ix.bins.bin_of(v) == target {
+                values.push(v);
+            }
+        };
+        for i in sv.dir.overlapping(t0, t1) {
+            let Some(c) = sv.dir.chunks.get(i) else { break };
+            if let Some(mut bins) = self.summaries(sv, i) {
+                if !bins.any(|b| b.bin == target) {
+                    continue;
+                }
+            }
+            self.each_in_chunk(c.addr, t0, t1, &mut take)?;
+        }
+        self.each_in_tail(sv, t0, t1, &mut take)
+    }
+
+    /// The exact answer for sources whose bin layouts differ: every value
+    /// of the window is read.
+    fn value_at_rank_scanned(
+        &self,
+        views: &[(&SourceView, &IndexState)],
+        t0: u64,
+        t1: u64,
+        rank: impl FnOnce(u64) -> u64,
+    ) -> Result<Option<u64>> {
+        let mut values = Vec::new();
+        for &(sv, ix) in views {
+            let mut take = |_: u64, bytes: &[u8]| values.push(ix.value(bytes));
+            for i in sv.dir.overlapping(t0, t1) {
+                let Some(c) = sv.dir.chunks.get(i) else { break };
+                self.each_in_chunk(c.addr, t0, t1, &mut take)?;
+            }
+            self.each_in_tail(sv, t0, t1, &mut take)?;
+        }
+        let n = values.len() as u64;
+        let k = if n == 0 { 0 } else { rank(n) };
+        if k == 0 || k > n {
+            return Ok(None);
+        }
+        let (_, v, _) = values.select_nth_unstable((k - 1) as usize);
         Ok(Some(*v))
     }
 }

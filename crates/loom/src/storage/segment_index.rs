@@ -30,8 +30,8 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use crate::bin_summary::BinSummary;
 use crate::error::{Error, Result};
-use crate::index::bins::BinSummary;
 use crate::log::chunk::ChunkHeader;
 use crate::log::record::{get_varint, put_varint};
 use crate::storage::frame::FrameLoc;

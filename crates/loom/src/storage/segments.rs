@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use crate::error::{Error, Result};
 use crate::log::chunk::ChunkHeader;
+use crate::storage::chunk_cache::ChunkCache;
 use crate::storage::frame::{FrameHeader, FrameLoc};
 use crate::storage::layout::Layout;
 
@@ -21,6 +22,8 @@ pub(crate) struct SegmentFiles {
     /// Frames of every version-2 segment, by log address; a segment not
     /// listed is version 1.
     frames: RwLock<HashMap<u64, Vec<FrameLoc>>>,
+    /// Chunks queries read, kept for the next ones.
+    cache: ChunkCache,
 }
 
 fn locked<T>(r: std::sync::LockResult<T>) -> T {
@@ -31,12 +34,15 @@ fn locked<T>(r: std::sync::LockResult<T>) -> T {
 }
 
 impl SegmentFiles {
-    pub(crate) fn new(dir: PathBuf, layout: Layout) -> Self {
+    /// Segment files of the store in `dir`; up to `cache_bytes` of chunks
+    /// read by queries are kept.
+    pub(crate) fn new(dir: PathBuf, layout: Layout, cache_bytes: usize) -> Self {
         SegmentFiles {
             dir,
             layout,
             open: Mutex::new(HashMap::new()),
             frames: RwLock::new(HashMap::new()),
+            cache: ChunkCache::new(cache_bytes),
         }
     }
 
@@ -55,6 +61,8 @@ impl SegmentFiles {
     pub(crate) fn forget_below(&self, index: u64) {
         locked(self.open.lock()).retain(|&s, _| s >= index);
         locked(self.frames.write()).retain(|&s, _| s >= index);
+        self.cache
+            .forget_below(index.saturating_mul(self.layout.segment_size));
     }
 
     /// Marks `segment` as version 2 and lists more of its frames (in
@@ -113,6 +121,16 @@ impl SegmentFiles {
             }
         }
         Ok(done)
+    }
+
+    /// [`Self::read_chunk`] through the cache of chunks queries read.
+    pub(crate) fn read_chunk_cached(&self, addr: u64) -> Result<Arc<[u8]>> {
+        if let Some(c) = self.cache.get(addr) {
+            return Ok(c);
+        }
+        let c: Arc<[u8]> = Arc::from(self.read_chunk(addr)?);
+        self.cache.put(addr, Arc::clone(&c));
+        Ok(c)
     }
 
     /// The chunk at log address `addr` (header and payload, as in a block),

@@ -44,7 +44,7 @@ impl Writer {
             });
         }
         if s.active.remaining() < bytes.len() + MAX_RECORD_OVERHEAD {
-            if let Err(e) = self.seal(idx) {
+            if let Err(e) = self.make_room(idx, bytes.len() + MAX_RECORD_OVERHEAD) {
                 if matches!(e, Error::StorageFailing(_)) {
                     self.stats.records_refused += 1;
                 }
@@ -67,6 +67,25 @@ impl Writer {
         self.stats.records += 1;
         self.stats.payload_bytes += bytes.len() as u64;
         Ok(RecordAddress { source: s.id, seq })
+    }
+
+    /// Makes room for `need` more bytes in a source's open chunk: doubles
+    /// a buffer smaller than a full chunk (a source starts small so that
+    /// thousands of slow ones hold little memory), seals a full one.
+    #[cold]
+    #[inline(never)]
+    fn make_room(&mut self, idx: usize, need: usize) -> Result<()> {
+        let full = self.layout.chunk_size - HEADER_LEN;
+        if self.sources[idx].active.len() + need > full {
+            // Does not fit in this chunk at any size.
+            self.seal(idx)?;
+        }
+        let a = &mut self.sources[idx].active;
+        if a.remaining() < need {
+            let want = (a.len() + need).next_power_of_two();
+            a.resize(want.max(a.capacity() * 2).min(full));
+        }
+        Ok(())
     }
 
     /// Moves a source's unsealed records into the current block as a chunk.
@@ -109,7 +128,21 @@ impl Writer {
         });
         s.newest_chunk = addr;
         s.count = 0;
-        s.active.reset_double_buffered();
+        s.journaled_len = 0;
+        s.journaled_count = 0;
+        let first = super::first_payload(&self.config, &self.layout);
+        let cap = s.active.capacity();
+        if payload_len <= cap / 4 && cap / 2 >= first {
+            // Sealed three quarters empty (by `persist`, not by filling
+            // up): the source is slower than its buffer, so halve it.
+            s.active.reset_to(cap / 2);
+        } else if cap < self.layout.chunk_size - HEADER_LEN {
+            // A source that has not needed a full chunk: no spare buffer
+            // kept for it (thousands of them would double their memory).
+            s.active.reset_to(cap);
+        } else {
+            s.active.reset_double_buffered();
+        }
         let indexed = s.index.is_some();
         let last_ts = header.last_ts;
         self.stats.chunks += 1;

@@ -10,6 +10,7 @@
 
 mod append;
 mod blocks;
+mod journal;
 mod open;
 mod publish;
 mod registry;
@@ -39,6 +40,18 @@ use crate::storage::segments::SegmentFiles;
 
 /// Alignment and size granularity of direct I/O.
 const IO_ALIGN: usize = 4096;
+
+/// Smallest open-chunk buffer (payload bytes) a source starts with.
+pub(crate) const MIN_FIRST_PAYLOAD: usize = 64;
+
+/// Payload bytes a new source's open chunk buffer starts with
+/// (`Config::first_chunk_bytes`, clamped to what a chunk can hold).
+pub(crate) fn first_payload(config: &Config, layout: &Layout) -> usize {
+    let full = layout.chunk_size - crate::log::chunk::HEADER_LEN;
+    config
+        .first_chunk_bytes
+        .clamp(MIN_FIRST_PAYLOAD.min(full), full)
+}
 
 /// Counters of what the writer has done since open.
 #[derive(Debug, Clone, Copy, Default)]
@@ -94,6 +107,11 @@ pub(crate) struct SourceState {
     pub newest_chunk: u64,
     pub dir: Directory,
     pub seq: u64,
+    /// Bytes and records of the open chunk already in the journal, and the
+    /// timestamp of the last of them.
+    pub journaled_len: usize,
+    pub journaled_count: u32,
+    pub journaled_ts: u64,
 }
 
 pub(crate) struct BlockSlot {
@@ -135,6 +153,10 @@ pub struct Writer {
     closing: bool,
     closed: bool,
     lock: Option<DirLock>,
+    /// The journal of open chunks (`storage/open_chunks.rs`), once started,
+    /// and the number its first file takes.
+    journal: Option<crate::storage::open_chunks::Journal>,
+    journal_next: u64,
 }
 
 impl Writer {
@@ -151,7 +173,7 @@ impl Writer {
     /// Persists everything and stops the flusher and indexer threads.
     pub fn close(mut self) -> crate::Result<()> {
         self.closing = true;
-        let r = self.persist();
+        let r = self.persist().and_then(|()| self.remove_journal());
         self.shutdown();
         r
     }
@@ -248,7 +270,7 @@ impl Drop for Writer {
     fn drop(&mut self) {
         if !self.closed {
             self.closing = true;
-            if let Err(e) = self.persist() {
+            if let Err(e) = self.persist().and_then(|()| self.remove_journal()) {
                 log::error!("{}: persist on drop failed: {e}", self.dir.display());
             }
             self.shutdown();

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 
+use crate::bin_summary::BinSummary;
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::index::bins::BinSummary;
 use crate::index::directory::{ChunkEntry, Directory};
 use crate::index::indexer::{IndexMsg, Indexer, SegmentIndexing};
 use crate::index::state::IndexState;
@@ -30,7 +30,7 @@ use crate::storage::lock::DirLock;
 use crate::storage::recovery::{self, Mode, Recovered};
 use crate::storage::segments::SegmentFiles;
 
-use super::{SourceState, Writer, WriterStats, IO_ALIGN};
+use super::{SourceState, Writer, WriterStats, IO_ALIGN, MIN_FIRST_PAYLOAD};
 
 /// Per-source state rebuilt from recovery and the catalog, and the messages
 /// that bring the indexer up to date with it.
@@ -41,18 +41,23 @@ pub(crate) struct Replayed {
     pub reindexed: u64,
 }
 
-pub(crate) fn new_source(id: SourceId, chunk_size: usize) -> SourceState {
+/// A source's state before its first record; its open chunk's buffer
+/// starts at `first_payload` bytes and grows as records arrive.
+pub(crate) fn new_source(id: SourceId, first_payload: usize) -> SourceState {
     SourceState {
         id,
         schema: None,
         index: None,
-        active: SlabWriter::new(chunk_size - HEADER_LEN, 8),
+        active: SlabWriter::new(first_payload, 8),
         first_ts: 0,
         prev_ts: 0,
         count: 0,
         newest_chunk: NO_CHUNK,
         dir: Directory::new(),
         seq: 0,
+        journaled_len: 0,
+        journaled_count: 0,
+        journaled_ts: 0,
     }
 }
 
@@ -62,14 +67,14 @@ pub(crate) fn new_source(id: SourceId, chunk_size: usize) -> SourceState {
 pub(crate) fn replay(
     recovered: &mut Recovered,
     catalog: &[(SourceId, SourceSchema)],
-    chunk_size: usize,
+    first_payload: usize,
 ) -> Replayed {
     let mut sources: Vec<SourceState> = Vec::new();
     let mut ids: HashMap<SourceId, usize> = HashMap::new();
     let mut known: Vec<Vec<(u64, Option<Vec<BinSummary>>)>> = Vec::new();
     let mut slot = |id: SourceId, sources: &mut Vec<SourceState>, known: &mut Vec<_>| {
         *ids.entry(id).or_insert_with(|| {
-            sources.push(new_source(id, chunk_size));
+            sources.push(new_source(id, first_payload));
             known.push(Vec::new());
             sources.len() - 1
         })
@@ -137,6 +142,63 @@ pub(crate) fn replay(
     }
 }
 
+/// The flusher thread of a writer whose first block starts at `block_base`.
+fn start_flusher(
+    dir: &Path,
+    layout: Layout,
+    config: &Config,
+    files: &Arc<SegmentFiles>,
+    block_base: u64,
+) -> Result<Flusher> {
+    let flusher = Flusher::start(FlusherConfig {
+        dir: dir.to_path_buf(),
+        layout,
+        mode: config.flush_mode,
+        sync_data: config.sync_data,
+        sync_interval: Duration::from_millis(config.sync_interval_ms),
+        retry_interval: Duration::from_millis(config.write_retry_ms),
+        files: Arc::clone(files),
+        compression: config.compression_level,
+        start: block_base,
+        hurry_at: config.store_raw_when_queued,
+    });
+    if flusher.thread.is_none() {
+        return Err(Error::FlushFailed(
+            "the flusher thread could not start".into(),
+        ));
+    }
+    Ok(flusher)
+}
+
+/// Puts the records of the journal of open chunks back into their
+/// sources' open chunks; returns how many, and the journal's last file
+/// number (0 without one).
+fn reopen_chunks(
+    dir: &Path,
+    replayed: &mut Replayed,
+    first_payload: usize,
+    layout: Layout,
+    retained_from: u64,
+) -> Result<(u64, u64)> {
+    let (entries, last) = crate::storage::open_chunks::read(dir)?;
+    if entries.is_empty() {
+        return Ok((0, last));
+    }
+    let full = layout.chunk_size - HEADER_LEN;
+    let n = super::journal::apply(
+        &mut replayed.sources,
+        &mut replayed.ids,
+        entries,
+        (first_payload, full),
+        retained_from,
+    );
+    log::info!(
+        "{}: {n} records of open chunks reopened from the journal",
+        dir.display()
+    );
+    Ok((n, last))
+}
+
 fn start_indexer(
     files: &Arc<SegmentFiles>,
     layout: Layout,
@@ -174,8 +236,13 @@ fn start_indexer(
 }
 
 /// Segment file access with the recovered frame lists installed.
-fn segment_files(dir: &Path, layout: Layout, recovered: &mut Recovered) -> Arc<SegmentFiles> {
-    let files = SegmentFiles::new(dir.to_path_buf(), layout);
+fn segment_files(
+    dir: &Path,
+    layout: Layout,
+    recovered: &mut Recovered,
+    cache_bytes: usize,
+) -> Arc<SegmentFiles> {
+    let files = SegmentFiles::new(dir.to_path_buf(), layout, cache_bytes);
     for (seg, frames) in recovered.frames.drain(..) {
         files.add_frames(seg, &frames);
     }
@@ -211,35 +278,26 @@ pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
     let layout = Layout::load_or_store(dir, Layout::from_config(&config))?;
     let catalog = catalog::load(dir)?;
     let mut recovered = recovery::recover(dir, layout, Mode::Repair, config.verify_on_open)?;
-    let files = segment_files(dir, layout, &mut recovered);
+    let files = segment_files(dir, layout, &mut recovered, config.chunk_cache_bytes);
     let end = recovered.end;
     // The writer never appends to a recovered segment (a compressed file
     // is only ever appended by the run that started it): it resumes at the
     // next segment, leaving the rest of the last one's addresses unused.
     let end_segment = (end > 0).then(|| (end - 1) / layout.segment_size);
     let block_base = end_segment.map_or(0, |s| (s + 1) * layout.segment_size);
-    let flusher = Flusher::start(FlusherConfig {
-        dir: dir.to_path_buf(),
-        layout,
-        mode: config.flush_mode,
-        sync_data: config.sync_data,
-        sync_interval: Duration::from_millis(config.sync_interval_ms),
-        retry_interval: Duration::from_millis(config.write_retry_ms),
-        files: Arc::clone(&files),
-        compression: config.compression_level,
-        start: block_base,
-        hurry_at: config.store_raw_when_queued,
-    });
-    if flusher.thread.is_none() {
-        return Err(Error::FlushFailed(
-            "the flusher thread could not start".into(),
-        ));
-    }
+    let flusher = start_flusher(dir, layout, &config, &files, block_base)?;
     let chunks_in_end_segment = end_segment.map_or(0, |seg| {
         let base = seg * layout.segment_size;
         recovered.chunks.iter().filter(|c| c.addr >= base).count() as u64
     });
-    let replayed = replay(&mut recovered, &catalog, layout.chunk_size);
+    let first = super::first_payload(&config, &layout);
+    let mut replayed = replay(&mut recovered, &catalog, first);
+    let retained_from = recovered
+        .segments
+        .first()
+        .map_or(0, |s| s.index * layout.segment_size);
+    let (journaled, journal_last) =
+        reopen_chunks(dir, &mut replayed, first, layout, retained_from)?;
     log_recovery(dir, &recovered, replayed.sources.len());
     let mut msgs = replayed.index_msgs;
     // The writer resumes in a new segment: the recovered last one is complete.
@@ -262,10 +320,6 @@ pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
         }),
         msgs,
     )?;
-    let retained_from = recovered
-        .segments
-        .first()
-        .map_or(0, |s| s.index * layout.segment_size);
     let empty = Arc::new(Published::empty(Arc::clone(&files)));
     let shared = Arc::new(Shared {
         snapshot: ArcSwap::new(Arc::clone(&empty)),
@@ -274,7 +328,7 @@ pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
         _indexer: None,
     });
     let stats = WriterStats {
-        recovered_records: recovered.report.records,
+        recovered_records: recovered.report.records + journaled,
         chunks_reindexed: replayed.reindexed,
         ..WriterStats::default()
     };
@@ -306,7 +360,12 @@ pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
         closing: false,
         closed: false,
         lock: Some(lock),
+        journal: None,
+        journal_next: journal_last + 1,
     };
+    // A new journal file holding every reopened open chunk whole; the old
+    // files go once it is durable.
+    w.write_journal()?;
     w.note_segment(block_base);
     w.sync();
     // What recovery found is on disk: durable.
@@ -327,14 +386,21 @@ pub fn open_read_only(dir: &Path) -> Result<Reader> {
     })?;
     let catalog = catalog::load(dir)?;
     let mut recovered = recovery::recover(dir, layout, Mode::ReadOnly, false)?;
-    let files = segment_files(dir, layout, &mut recovered);
-    let replayed = replay(&mut recovered, &catalog, layout.chunk_size);
-    log_recovery(dir, &recovered, replayed.sources.len());
-    let indexer = start_indexer(&files, layout, None, replayed.index_msgs)?;
+    let files = segment_files(
+        dir,
+        layout,
+        &mut recovered,
+        Config::default().chunk_cache_bytes,
+    );
+    // Nothing is ever pushed to a read-only store's sources.
+    let mut replayed = replay(&mut recovered, &catalog, MIN_FIRST_PAYLOAD);
     let retained_from = recovered
         .segments
         .first()
         .map_or(0, |s| s.index * layout.segment_size);
+    reopen_chunks(dir, &mut replayed, MIN_FIRST_PAYLOAD, layout, retained_from)?;
+    log_recovery(dir, &recovered, replayed.sources.len());
+    let indexer = start_indexer(&files, layout, None, replayed.index_msgs)?;
     let ids = Arc::new(replayed.ids);
     let published =
         super::publish::published(&replayed.sources, &ids, Vec::new(), &files, retained_from);

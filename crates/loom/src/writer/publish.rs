@@ -63,19 +63,19 @@ impl Writer {
         )));
     }
 
-    /// Makes everything pushed so far durable (sealing partial chunks), then
-    /// publishes it. Blocks until the flusher has written and synced it;
-    /// fails at once while writing to disk fails (nothing is lost from
-    /// memory: a later persist writes it).
+    /// Makes everything pushed so far durable, then publishes it: open
+    /// chunks older than `Config::seal_after_us` are sealed, the others'
+    /// new records go to the journal of open chunks (with `seal_after_us =
+    /// None`, and when closing, every open chunk is sealed). Blocks until
+    /// the flusher has written and synced it; fails at once while writing
+    /// to disk fails (nothing is lost from memory: a later persist writes it).
     pub fn persist(&mut self) -> Result<()> {
         self.check_failed()?;
         if let Some(why) = self.flusher.status.failing() {
             self.sync();
             return Err(Error::StorageFailing(why));
         }
-        for i in 0..self.sources.len() {
-            self.seal(i)?;
-        }
+        self.seal_for_persist()?;
         let len = self.block.len();
         // Always one durable job: it writes the current block's new bytes
         // (if any) and syncs every file written since the last sync, and
@@ -118,6 +118,9 @@ impl Writer {
             }
         }
         self.check_failed()?;
+        // Only now: a journal entry names the newest sealed chunk, which
+        // must be durable first.
+        self.write_journal()?;
         self.apply_retention();
         self.sync();
         self.publish_durable();

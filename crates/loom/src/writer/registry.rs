@@ -20,7 +20,10 @@ impl Writer {
             return i;
         }
         let i = self.sources.len();
-        self.sources.push(new_source(id, self.layout.chunk_size));
+        self.sources.push(new_source(
+            id,
+            super::first_payload(&self.config, &self.layout),
+        ));
         Arc::make_mut(&mut self.ids).insert(id, i);
         i
     }

@@ -29,6 +29,9 @@ pub fn small_config() -> Config {
         sync_data: false,
         max_index_lag: 16,
         sync_interval_ms: 1000,
+        // Open chunks start at 64 bytes and double up to the chunk size,
+        // so every test also covers grown (and shrunk) chunk buffers.
+        first_chunk_bytes: 64,
         ..Config::default()
     }
 }

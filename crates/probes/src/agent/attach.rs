@@ -14,8 +14,11 @@ use libbpf_rs::{Link, MapCore, MapFlags, MapMut, RingBufferBuilder, TracepointCa
 
 use super::event::{AgentBlockIo, AgentEvent, AgentPageCache, AgentRunQueue, AgentSyscall};
 use super::target::CgroupTarget;
-use super::{AgentProbeConfig, Shared, SyscallAttach, SyscallSelection, PER_SYSCALL_MAX};
-use crate::event::RawEvent;
+use super::{
+    AgentProbeConfig, Shared, SyscallAttach, SyscallSelection, PACKET_PROBE, PER_SYSCALL_MAX,
+};
+use crate::event::{PacketEvent, RawEvent};
+use crate::packet::PacketProbe;
 use crate::skel::agent::{AgentSkel, AgentSkelBuilder};
 use crate::ProbeError;
 
@@ -54,16 +57,38 @@ pub(super) fn run(
     ready: Sender<Result<(), ProbeError>>,
 ) -> Result<(), ProbeError> {
     let mut storage = MaybeUninit::uninit();
-    let (skel, links) = match load(&config, &cgroups, &mut storage) {
+    let mut packet_storage = MaybeUninit::uninit();
+    let loaded = load(&config, &cgroups, &mut storage).and_then(|(skel, links)| {
+        let packets = match &config.packets {
+            Some(p) => Some(PacketProbe::attach(
+                &mut packet_storage,
+                &p.interface,
+                p.port.unwrap_or(0),
+                config.ring_buffer_bytes,
+                config.wakeup_bytes,
+            )?),
+            None => None,
+        };
+        Ok((skel, links, packets))
+    });
+    let (skel, links, packets) = match loaded {
         Ok(x) => x,
         Err(e) => {
             let _ = ready.send(Err(e));
             return Ok(());
         }
     };
-    let r = poll(&config, &skel, out, &shared, &stop, || {
-        let _ = ready.send(Ok(()));
-    });
+    let r = poll(
+        &config,
+        (&skel, packets.as_ref()),
+        out,
+        &shared,
+        &stop,
+        || {
+            let _ = ready.send(Ok(()));
+        },
+    );
+    drop(packets);
     drop(links);
     r
 }
@@ -287,24 +312,15 @@ impl Batcher<'_> {
         let b = std::mem::replace(&mut self.batch, Vec::with_capacity(self.size));
         if let Err(TrySendError::Full(b) | TrySendError::Disconnected(b)) = self.out.try_send(b) {
             for e in &b {
-                self.shared.channel_drops[probe_of(e)].fetch_add(1, Ordering::Relaxed);
+                self.shared.channel_drops[e.probe()].fetch_add(1, Ordering::Relaxed);
             }
         }
     }
 }
 
-fn probe_of(e: &AgentEvent) -> usize {
-    match e {
-        AgentEvent::Syscall(_) => 0,
-        AgentEvent::PageCache(_) => 1,
-        AgentEvent::BlockIo(_) => 2,
-        AgentEvent::RunQueue(_) => 3,
-    }
-}
-
 fn poll(
     config: &AgentProbeConfig,
-    skel: &AgentSkel<'_>,
+    (skel, packets): (&AgentSkel<'_>, Option<&PacketProbe<'_>>),
     out: Sender<Vec<AgentEvent>>,
     shared: &Shared,
     stop: &AtomicBool,
@@ -355,6 +371,17 @@ fn poll(
         RunQueue,
         3
     );
+    if let Some(p) = packets {
+        let b = batcher.clone();
+        builder
+            .add(&p.skel.maps.events, move |data: &[u8]| {
+                if let Some(e) = PacketEvent::read(data) {
+                    b.borrow_mut().push(PACKET_PROBE, AgentEvent::Packet(e));
+                }
+                0
+            })
+            .map_err(err("adding the packet ring buffer"))?;
+    }
     let ring = builder
         .build()
         .map_err(err("creating the ring buffer consumer"))?;
@@ -373,6 +400,9 @@ fn poll(
         batcher.borrow_mut().flush();
         if stopping || last_drops.elapsed() >= DROP_READ_INTERVAL {
             read_drops(&m.drops, shared)?;
+            if let Some(p) = packets {
+                shared.kernel_drops[PACKET_PROBE].store(p.kernel_drops()?, Ordering::Relaxed);
+            }
             last_drops = Instant::now();
         }
         if stopping {

@@ -1,7 +1,7 @@
 //! Events of loom-agent's probes as the kernel writes them (layouts mirror
 //! `src/bpf/agent_events.h`) and their telemetry records.
 
-use crate::event::RawEvent;
+use crate::event::{PacketEvent, RawEvent};
 
 /// Length of a process name (`TASK_COMM_LEN`).
 pub const COMM_LEN: usize = 16;
@@ -108,22 +108,33 @@ pub enum AgentEvent {
     BlockIo(AgentBlockIo),
     /// Run-queue probe.
     RunQueue(AgentRunQueue),
+    /// Packet probe (no process: packets have no task at ingress).
+    Packet(PacketEvent),
 }
 
 impl AgentEvent {
-    /// The process name (NUL padding cut; `[unknown]` when empty).
-    pub fn comm(&self) -> &[u8] {
+    /// The process name (NUL padding cut; `[unknown]` when empty), or
+    /// `None` for an event no process made (a packet).
+    pub fn comm(&self) -> Option<&[u8]> {
         let c = match self {
             AgentEvent::Syscall(e) => &e.comm,
             AgentEvent::PageCache(e) => &e.comm,
             AgentEvent::BlockIo(e) => &e.comm,
             AgentEvent::RunQueue(e) => &e.comm,
+            AgentEvent::Packet(_) => return None,
         };
         let end = c.iter().position(|&b| b == 0).unwrap_or(COMM_LEN);
-        if end == 0 {
-            b"[unknown]"
-        } else {
-            &c[..end]
+        Some(if end == 0 { b"[unknown]" } else { &c[..end] })
+    }
+
+    /// Index of the probe that made it, in [`super::PROBE_NAMES`].
+    pub fn probe(&self) -> usize {
+        match self {
+            AgentEvent::Syscall(_) => 0,
+            AgentEvent::PageCache(_) => 1,
+            AgentEvent::BlockIo(_) => 2,
+            AgentEvent::RunQueue(_) => 3,
+            AgentEvent::Packet(_) => super::PACKET_PROBE,
         }
     }
 
@@ -165,6 +176,14 @@ impl AgentEvent {
                 cpu: r.cpu,
                 start_us: us(r.start_ns),
                 latency_us: r.latency_ns / 1000,
+            }),
+            AgentEvent::Packet(p) => telemetry::Record::Packet(telemetry::Packet {
+                src_addr: p.src_addr,
+                dst_addr: p.dst_addr,
+                src_port: p.src_port,
+                dst_port: p.dst_port,
+                length: p.length,
+                timestamp_us: us(p.time_ns),
             }),
         }
     }

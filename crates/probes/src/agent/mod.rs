@@ -38,6 +38,47 @@ pub enum SyscallSelection {
     List(Vec<u32>),
 }
 
+/// Which packets to record: TCP/UDP packets arriving at an interface's
+/// TC ingress hook, to or from one port. Packets have no task in the
+/// kernel's ingress path, so the process targets do not apply to them:
+/// the interface and port select them, in the kernel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PacketSelection {
+    /// Interface name (e.g. `lo`, `eth0`).
+    pub interface: String,
+    /// Source or destination port to keep (`None`: every port).
+    pub port: Option<u16>,
+}
+
+impl std::str::FromStr for PacketSelection {
+    type Err = String;
+
+    /// `IFACE` or `IFACE:PORT`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (interface, port) = match s.rsplit_once(':') {
+            Some((i, p)) => {
+                let port: u16 = p
+                    .parse()
+                    .map_err(|_| format!("{s:?}: the port after ':' must be 1-65535"))?;
+                if port == 0 {
+                    return Err(format!("{s:?}: the port after ':' must be 1-65535"));
+                }
+                (i, Some(port))
+            }
+            None => (s, None),
+        };
+        if interface.is_empty() || interface.len() > 15 || interface.contains('/') {
+            return Err(format!(
+                "{s:?}: expected IFACE or IFACE:PORT (an interface name of 1-15 characters)"
+            ));
+        }
+        Ok(PacketSelection {
+            interface: interface.to_string(),
+            port,
+        })
+    }
+}
+
 /// How the syscall probe attaches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SyscallAttach {
@@ -65,6 +106,8 @@ pub struct AgentProbeConfig {
     pub blockio: bool,
     /// Run-queue latency.
     pub runqueue: bool,
+    /// Packets at an interface's TC ingress (`None`: off).
+    pub packets: Option<PacketSelection>,
     /// Bytes of each used ring buffer (a power of two ≥ 4096).
     pub ring_buffer_bytes: u32,
     /// Wake the consumer once this many bytes wait.
@@ -84,6 +127,7 @@ impl Default for AgentProbeConfig {
             page_cache: false,
             blockio: false,
             runqueue: false,
+            packets: None,
             ring_buffer_bytes: 16 << 20,
             wakeup_bytes: 256 << 10,
             poll_interval: Duration::from_millis(50),
@@ -92,30 +136,35 @@ impl Default for AgentProbeConfig {
     }
 }
 
-/// The four probes, in the order of their drop counters.
-pub const PROBE_NAMES: [&str; 4] = ["syscall", "pagecache", "blockio", "runqueue"];
+/// The probes, in the order of their counters: the codes of the `agent`
+/// measurement's `probe` tag (one list, in `telemetry`).
+pub const PROBE_NAMES: [&str; PROBES] = telemetry::agent_names::PROBES;
+/// How many probes the agent has.
+pub const PROBES: usize = telemetry::agent_names::PROBES.len();
+/// Index of the packet probe in [`PROBE_NAMES`].
+pub const PACKET_PROBE: usize = 4;
 
 /// Counts per probe (index as [`PROBE_NAMES`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct AgentStats {
     /// Events received from the kernel.
-    pub events: [u64; 4],
+    pub events: [u64; PROBES],
     /// Events the kernel dropped on a full ring buffer.
-    pub kernel_drops: [u64; 4],
+    pub kernel_drops: [u64; PROBES],
     /// Events dropped because the output channel was full.
-    pub channel_drops: [u64; 4],
+    pub channel_drops: [u64; PROBES],
 }
 
 #[derive(Default)]
 pub(crate) struct Shared {
-    events: [AtomicU64; 4],
-    kernel_drops: [AtomicU64; 4],
-    channel_drops: [AtomicU64; 4],
+    events: [AtomicU64; PROBES],
+    kernel_drops: [AtomicU64; PROBES],
+    channel_drops: [AtomicU64; PROBES],
 }
 
 impl Shared {
     fn snapshot(&self) -> AgentStats {
-        let load = |a: &[AtomicU64; 4]| std::array::from_fn(|i| a[i].load(Ordering::Relaxed));
+        let load = |a: &[AtomicU64; PROBES]| std::array::from_fn(|i| a[i].load(Ordering::Relaxed));
         AgentStats {
             events: load(&self.events),
             kernel_drops: load(&self.kernel_drops),
@@ -140,16 +189,29 @@ impl AgentProbes {
         config: AgentProbeConfig,
         out: Sender<Vec<AgentEvent>>,
     ) -> Result<AgentProbes, ProbeError> {
-        let cgroups = config.targets.check()?;
+        let task_probes =
+            config.syscalls.is_some() || config.page_cache || config.blockio || config.runqueue;
+        // Packets have no task at ingress: with the packet probe alone no
+        // process target is needed.
+        let cgroups = if task_probes || config.packets.is_none() {
+            config.targets.check()?
+        } else {
+            Vec::new()
+        };
         if !config.ring_buffer_bytes.is_power_of_two() || config.ring_buffer_bytes < 4096 {
             return Err(ProbeError::InvalidConfig(format!(
                 "ring buffer bytes must be a power of two >= 4096, got {}",
                 config.ring_buffer_bytes
             )));
         }
-        if config.syscalls.is_none() && !config.page_cache && !config.blockio && !config.runqueue {
+        if config.syscalls.is_none()
+            && !config.page_cache
+            && !config.blockio
+            && !config.runqueue
+            && config.packets.is_none()
+        {
             return Err(ProbeError::InvalidConfig(
-                "no probe selected: give --syscalls, --page-cache, --blockio or --runqueue".into(),
+                "no probe selected: give --syscalls, --page-cache, --blockio, --runqueue or --packets".into(),
             ));
         }
         // SAFETY: geteuid has no preconditions.

@@ -94,7 +94,7 @@ pub(super) fn poll_loop(
     if let Some(s) = &probes.packet {
         let b = batcher.clone();
         builder
-            .add(&s.maps.events, move |data: &[u8]| {
+            .add(&s.skel.maps.events, move |data: &[u8]| {
                 if let Some(e) = PacketEvent::read(data) {
                     let mut b = b.borrow_mut();
                     b.stats.packet_events.fetch_add(1, Ordering::Relaxed);

@@ -1,6 +1,6 @@
 //! `data-stats FILE`: per-source record counts, rates and value percentiles,
 //! then how far out of event-time order records arrive (what sizes
-//! loom-app's `--reorder-window-ms`; see `replay::disorder`).
+//! loom-app's `--reorder-window-ms`; see `replay::Disorder`).
 
 use std::path::PathBuf;
 
@@ -16,7 +16,7 @@ struct Cli {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let s = replay::stats::stats_of_file(&cli.file)
+    let s = replay::stats_of_file(&cli.file)
         .with_context(|| format!("reading {}", cli.file.display()))?;
     let h = &s.header;
     println!("recording {}: {h}", cli.file.display());

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use replay::gen::{generate_file, GenConfig, Phase, Workload};
+use replay::{generate_file, GenConfig, Phase, Workload};
 
 #[derive(Parser)]
 #[command(name = "replay", about = "Make telemetry recordings")]
@@ -15,7 +15,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Write a SYNTHETIC recording shaped like a workload phase (see `replay::gen`).
+    /// Write a SYNTHETIC recording shaped like a workload phase (see `replay::generate`).
     Gen {
         /// Workload to imitate.
         #[arg(long, value_enum, default_value = "rocksdb")]

@@ -5,8 +5,9 @@
 use super::{check_len, u64_at, Kind};
 use crate::DecodeError;
 
-/// Probe names, by code.
-pub const PROBES: [&str; 4] = ["syscall", "pagecache", "blockio", "runqueue"];
+/// Probe names, by code (loom-agent's probes; `packet` came last, so
+/// older codes keep their meaning).
+pub const PROBES: [&str; 5] = ["syscall", "pagecache", "blockio", "runqueue", "packet"];
 /// Stage names, by code: lost in the kernel's ring buffer, in the agent's
 /// queues, or because loom-app could not be reached.
 pub const STAGES: [&str; 3] = ["kernel", "queue", "send"];

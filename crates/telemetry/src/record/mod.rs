@@ -5,13 +5,20 @@
 //! index-value extractor with the engine's range-index signature
 //! `fn(&[u8]) -> u64`; extractors never panic and return 0 on short input.
 
-use crate::source::{self, SourceId};
 use crate::DecodeError;
 
 mod agent;
 mod kernel;
+mod kv;
+mod packet;
+mod page_cache;
+mod syscall;
 
 pub use agent::AgentStat;
+pub use kv::{KvOp, KvOpKind};
+pub use packet::Packet;
+pub use page_cache::PageCache;
+pub use syscall::Syscall;
 
 /// Names of the agent's probes and stages, by code.
 pub mod agent_names {
@@ -139,258 +146,6 @@ pub(crate) fn check_len(kind: Kind, b: &[u8]) -> Result<(), DecodeError> {
     Ok(())
 }
 
-/// Key-value operation kind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum KvOpKind {
-    /// A read (get).
-    Read,
-    /// A write (put/delete).
-    Write,
-}
-
-/// One application key-value operation.
-///
-/// Encoding (24 bytes, little endian):
-/// `thread_id u32 | op u8 (0 = read, 1 = write) | 3 reserved zero bytes |
-///  start_us u64 | duration_us u64`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct KvOp {
-    /// Thread that issued the operation.
-    pub thread_id: u32,
-    /// Read or write.
-    pub op: KvOpKind,
-    /// Start of the operation, µs (clock chosen by the producer).
-    pub start_us: u64,
-    /// Duration of the operation in µs.
-    pub duration_us: u64,
-}
-
-impl KvOp {
-    /// Encoded size in bytes.
-    pub const ENCODED_LEN: usize = 24;
-
-    /// Appends the 24-byte encoding to `out`.
-    pub fn encode_into(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.thread_id.to_le_bytes());
-        out.push(match self.op {
-            KvOpKind::Read => 0,
-            KvOpKind::Write => 1,
-        });
-        out.extend_from_slice(&[0, 0, 0]);
-        out.extend_from_slice(&self.start_us.to_le_bytes());
-        out.extend_from_slice(&self.duration_us.to_le_bytes());
-    }
-
-    /// Decodes exactly [`Self::ENCODED_LEN`] bytes.
-    pub fn decode(b: &[u8]) -> Result<KvOp, DecodeError> {
-        check_len(Kind::KvOp, b)?;
-        let op = match b[4] {
-            0 => KvOpKind::Read,
-            1 => KvOpKind::Write,
-            other => {
-                return Err(DecodeError::BadField {
-                    kind: "kv",
-                    field: "op",
-                    value: u64::from(other),
-                })
-            }
-        };
-        if b[5..8] != [0, 0, 0] {
-            // Reserved bytes must be zero, so every record has one encoding.
-            return Err(DecodeError::BadField {
-                kind: "kv",
-                field: "reserved",
-                value: u64::from(b[5]) | u64::from(b[6]) << 8 | u64::from(b[7]) << 16,
-            });
-        }
-        Ok(KvOp {
-            thread_id: u32_at(b, 0),
-            op,
-            start_us: u64_at(b, 8),
-            duration_us: u64_at(b, 16),
-        })
-    }
-
-    /// Index value of an encoded KV op: its duration in µs (0 if `b` is short).
-    pub fn index_value(b: &[u8]) -> u64 {
-        u64_at(b, 16)
-    }
-}
-
-/// One system call, measured from entry to exit.
-///
-/// Encoding (28 bytes, little endian):
-/// `pid u32 | tid u32 | syscall_nr u32 | start_us u64 | duration_us u64`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Syscall {
-    /// Process id.
-    pub pid: u32,
-    /// Thread id.
-    pub tid: u32,
-    /// Syscall number (x86_64 numbering, e.g. 17 = `pread64`).
-    pub nr: u32,
-    /// Entry time, µs.
-    pub start_us: u64,
-    /// Duration from entry to exit, µs.
-    pub duration_us: u64,
-}
-
-impl Syscall {
-    /// Encoded size in bytes.
-    pub const ENCODED_LEN: usize = 28;
-    /// x86_64 syscall number of `pread64`.
-    pub const PREAD64: u32 = 17;
-
-    /// Appends the 28-byte encoding to `out`.
-    pub fn encode_into(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.pid.to_le_bytes());
-        out.extend_from_slice(&self.tid.to_le_bytes());
-        out.extend_from_slice(&self.nr.to_le_bytes());
-        out.extend_from_slice(&self.start_us.to_le_bytes());
-        out.extend_from_slice(&self.duration_us.to_le_bytes());
-    }
-
-    /// Decodes exactly [`Self::ENCODED_LEN`] bytes.
-    pub fn decode(b: &[u8]) -> Result<Syscall, DecodeError> {
-        check_len(Kind::Syscall, b)?;
-        Ok(Syscall {
-            pid: u32_at(b, 0),
-            tid: u32_at(b, 4),
-            nr: u32_at(b, 8),
-            start_us: u64_at(b, 12),
-            duration_us: u64_at(b, 20),
-        })
-    }
-
-    /// Index value of an encoded syscall: its duration in µs (0 if `b` is short).
-    pub fn index_value(b: &[u8]) -> u64 {
-        u64_at(b, 20)
-    }
-}
-
-/// One page inserted into the page cache.
-///
-/// Encoding (44 bytes, little endian):
-/// `pid u32 | tid u32 | timestamp_us u64 | pfn u64 | inode u64 | index u64 | device u32`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct PageCache {
-    /// Process id.
-    pub pid: u32,
-    /// Thread id.
-    pub tid: u32,
-    /// Time of the insertion, µs.
-    pub timestamp_us: u64,
-    /// Page frame number.
-    pub pfn: u64,
-    /// Inode of the file the page belongs to.
-    pub inode: u64,
-    /// Page index within the file.
-    pub index: u64,
-    /// Device number of the file system.
-    pub device: u32,
-}
-
-impl PageCache {
-    /// Encoded size in bytes.
-    pub const ENCODED_LEN: usize = 44;
-
-    /// Appends the 44-byte encoding to `out`.
-    pub fn encode_into(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.pid.to_le_bytes());
-        out.extend_from_slice(&self.tid.to_le_bytes());
-        out.extend_from_slice(&self.timestamp_us.to_le_bytes());
-        out.extend_from_slice(&self.pfn.to_le_bytes());
-        out.extend_from_slice(&self.inode.to_le_bytes());
-        out.extend_from_slice(&self.index.to_le_bytes());
-        out.extend_from_slice(&self.device.to_le_bytes());
-    }
-
-    /// Decodes exactly [`Self::ENCODED_LEN`] bytes.
-    pub fn decode(b: &[u8]) -> Result<PageCache, DecodeError> {
-        check_len(Kind::PageCache, b)?;
-        Ok(PageCache {
-            pid: u32_at(b, 0),
-            tid: u32_at(b, 4),
-            timestamp_us: u64_at(b, 8),
-            pfn: u64_at(b, 16),
-            inode: u64_at(b, 24),
-            index: u64_at(b, 32),
-            device: u32_at(b, 40),
-        })
-    }
-
-    /// Index value of a page-cache event: always 0 (page-cache queries only count,
-    /// so a single bin suffices).
-    pub fn index_value(_b: &[u8]) -> u64 {
-        0
-    }
-}
-
-/// One network packet.
-///
-/// Encoding (48 bytes, little endian): `src_addr [u8; 16] | dst_addr [u8; 16] |
-/// src_port u16 | dst_port u16 | length u32 | timestamp_us u64`.
-/// Addresses are IPv6 bytes (IPv4 as IPv4-mapped IPv6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Packet {
-    /// Source address (IPv6 or IPv4-mapped).
-    pub src_addr: [u8; 16],
-    /// Destination address (IPv6 or IPv4-mapped).
-    pub dst_addr: [u8; 16],
-    /// Source port.
-    pub src_port: u16,
-    /// Destination port.
-    pub dst_port: u16,
-    /// Packet length in bytes.
-    pub length: u32,
-    /// Capture time, µs.
-    pub timestamp_us: u64,
-}
-
-impl Packet {
-    /// Encoded size in bytes.
-    pub const ENCODED_LEN: usize = 48;
-
-    /// Appends the 48-byte encoding to `out`.
-    pub fn encode_into(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.src_addr);
-        out.extend_from_slice(&self.dst_addr);
-        out.extend_from_slice(&self.src_port.to_le_bytes());
-        out.extend_from_slice(&self.dst_port.to_le_bytes());
-        out.extend_from_slice(&self.length.to_le_bytes());
-        out.extend_from_slice(&self.timestamp_us.to_le_bytes());
-    }
-
-    /// Decodes exactly [`Self::ENCODED_LEN`] bytes.
-    pub fn decode(b: &[u8]) -> Result<Packet, DecodeError> {
-        check_len(Kind::Packet, b)?;
-        let mut src_addr = [0u8; 16];
-        let mut dst_addr = [0u8; 16];
-        src_addr.copy_from_slice(&b[0..16]);
-        dst_addr.copy_from_slice(&b[16..32]);
-        Ok(Packet {
-            src_addr,
-            dst_addr,
-            src_port: u16_at(b, 32),
-            dst_port: u16_at(b, 34),
-            length: u32_at(b, 36),
-            timestamp_us: u64_at(b, 40),
-        })
-    }
-
-    /// Index value of an encoded packet: its destination port (0 if `b` is
-    /// shorter than a packet).
-    pub fn index_value(b: &[u8]) -> u64 {
-        // The port sits mid-record, so a cut record would still hold one:
-        // check the whole length, as the extractors whose field ends the
-        // record do implicitly.
-        if b.len() < Self::ENCODED_LEN {
-            return 0;
-        }
-        u64::from(u16_at(b, 34))
-    }
-}
-
 /// Any telemetry record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Record {
@@ -421,19 +176,6 @@ impl Record {
             Record::BlockIo(_) => Kind::BlockIo,
             Record::RunQueue(_) => Kind::RunQueue,
             Record::AgentStat(_) => Kind::AgentStat,
-        }
-    }
-
-    /// Stable source id of the record's stream (see [`crate::source`]).
-    pub fn source_id(&self) -> SourceId {
-        match self {
-            Record::KvOp(r) => source::kv(r.op),
-            Record::Syscall(r) => source::syscall(r.nr),
-            Record::PageCache(_) => source::page_cache(),
-            Record::Packet(_) => source::packet(),
-            Record::BlockIo(r) => source::blockio(r.op),
-            Record::RunQueue(_) => source::runqueue(),
-            Record::AgentStat(a) => source::agent(a.probe, a.stage),
         }
     }
 
