@@ -26,9 +26,12 @@ FLEET_TREE ?= $(TMP_DATA_DIR)/fleet-tree
 FLEET_PY ?= target/fleet-venv/bin/python
 
 FLEET_MANIFEST := crates/fleet/Cargo.toml
-# Into the root target/ (shares arrow/parquet builds where features match;
-# loom-fleet lands beside loom, where `loom fleet query` looks for it).
-FLEET_CARGO_FLAGS := --release --manifest-path $(FLEET_MANIFEST) --target-dir $(CURDIR)/target
+# Its own target dir: its feature set (tokio, arrow, parquet as DataFusion
+# asks for them) differs from the root workspace's, so little would be
+# shared, and a build of it never holds the root target/'s lock. The binary
+# is copied beside loom, where `loom fleet query` looks for it.
+FLEET_TARGET := $(CURDIR)/target/fleet
+FLEET_CARGO_FLAGS := --release --manifest-path $(FLEET_MANIFEST) --target-dir $(FLEET_TARGET)
 
 .PHONY: fleet-build fleet-lint fleet-test fleet-export-bench fleet-query-bench
 
@@ -36,6 +39,8 @@ FLEET_CARGO_FLAGS := --release --manifest-path $(FLEET_MANIFEST) --target-dir $(
 # one build): loom-fleet is crates/fleet's own workspace.
 fleet-build: deps
 	$(CARGO) build $(FLEET_CARGO_FLAGS) --bin loom-fleet
+	mkdir -p $(CARGO_RELEASE_DIR)
+	cp -f $(FLEET_TARGET)/release/loom-fleet $(CARGO_RELEASE_DIR)/loom-fleet
 
 fleet-lint: deps
 	$(CARGO) fmt --manifest-path $(FLEET_MANIFEST) -- --check

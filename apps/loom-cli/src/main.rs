@@ -254,7 +254,7 @@ fn fleet_query(from: &str, format: Format, sql: &str) -> anyhow::Result<()> {
         .exec();
     if err.kind() == std::io::ErrorKind::NotFound {
         anyhow::bail!(
-            "loom fleet query runs the loom-fleet binary (DataFusion), found neither beside loom ({}) nor on PATH: build it with `make fleet-build` in Loom's source tree (it lands in target/release/ beside loom), or `cargo build --release --manifest-path crates/fleet/Cargo.toml --target-dir target`",
+            "loom fleet query runs the loom-fleet binary (DataFusion), found neither beside loom ({}) nor on PATH: build it with `make fleet-build` in Loom's source tree (DataFusion, its own workspace: it copies loom-fleet beside loom in target/release/)",
             std::env::current_exe()
                 .ok()
                 .and_then(|e| e.parent().map(|d| d.display().to_string()))

@@ -128,7 +128,7 @@ fn fleet_queries(tree: &str, by_host: &mut ByHost) {
     let mut want = String::from("host,n,mx,p\n");
     for (h, v) in by_host.iter_mut() {
         v.sort_unstable();
-        let rank = influxql::exec::rank::influx_rank(v.len() as u64, 99.99).expect("rank");
+        let rank = influxql::influx_rank(v.len() as u64, 99.99).expect("rank");
         want += &format!(
             "{h},{},{},{}\n",
             v.len(),

@@ -43,7 +43,10 @@ impl Mark {
     /// (starting from `Mark::default()` for a source's first record).
     pub fn next(self, ts: u64) -> Mark {
         if ts == self.ts && self.rank > 0 {
-            Mark { ts, rank: self.rank + 1 }
+            Mark {
+                ts,
+                rank: self.rank + 1,
+            }
         } else {
             Mark { ts, rank: 1 }
         }

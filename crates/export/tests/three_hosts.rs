@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use export::manifest::Manifest;
 use export::testing::{Moto, Proxy};
-use replay::gen::{generate_file, GenConfig, Phase};
-use replay::tcp::{connect_with_retry, run, ReplayConfig};
+use replay::{connect_with_retry, run_paced, ReplayConfig};
+use replay::{generate_file, GenConfig, Phase};
 use serde_json::Value;
 use telemetry::{KvOpKind, Record, RecordingReader};
 use testing::LoomApp;
@@ -86,7 +86,14 @@ fn start(store: &Path, host: &str, offset: u64, env: &[(&str, String)]) -> LoomA
         .args(["--timestamps", "event", "--event-offset-us"])
         .args([offset.to_string()])
         .args(["--query", "probe-effect", "--persist-interval-ms", "200"])
-        .args(["--host", host, "--export-to", URL, "--export-interval-s", "1"])
+        .args([
+            "--host",
+            host,
+            "--export-to",
+            URL,
+            "--export-interval-s",
+            "1",
+        ])
         .customize(|c| {
             c.envs(env.iter().map(|(k, v)| (*k, v.as_str())));
         })
@@ -106,9 +113,10 @@ fn replay_into(rec: &Path, addr: &str) {
         speed: 1.0,
         no_wait: true,
         connect_timeout_s: 60.0,
+        loops: None,
     };
     let stream = connect_with_retry(&cfg.addr, 60.0, |_| {}).expect("connect");
-    run(&cfg, stream, |_| {}, || false).expect("replay");
+    run_paced(&cfg, stream, |_| {}, || false).expect("replay");
 }
 
 fn influxql(http: &str, q: &str) -> Value {
@@ -171,7 +179,7 @@ fn truth(rec: &Path, offset: u64) -> Truth {
 
 /// InfluxDB's percentile rank rule, by brute force over sorted values.
 fn p9999(sorted: &[u64]) -> u64 {
-    let rank = influxql::exec::rank::influx_rank(sorted.len() as u64, 99.99).expect("rank");
+    let rank = influxql::influx_rank(sorted.len() as u64, 99.99).expect("rank");
     sorted[rank as usize - 1]
 }
 

@@ -1,5 +1,5 @@
 //! `percentile(x, N)`: the exact percentile of InfluxDB 1.x, the rule
-//! Loom's InfluxQL follows (`influxql::exec::rank::influx_rank`): the value
+//! Loom's InfluxQL follows (`influxql::influx_rank`): the value
 //! of 1-based rank `floor(n·N/100 + 0.5)` among the `n` non-null values in
 //! ascending order, null when that rank is below 1 or above `n`. N is in
 //! percent (99.99 for p99.99), a constant.
@@ -225,7 +225,7 @@ impl Accumulator for Counts {
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
         let n: u64 = self.counts.values().sum();
-        let rank = influxql::exec::rank::influx_rank(n, self.n_percent);
+        let rank = influxql::influx_rank(n, self.n_percent);
         let mut keys: Vec<(u64, u64)> = self.counts.iter().map(|(k, c)| (*k, *c)).collect();
         keys.sort_unstable();
         let mut seen = 0u64;

@@ -208,7 +208,8 @@ mod tests {
         let mut got = Vec::new();
         snap.scan_log(SourceId(1), end, u64::MAX, |ts, _| got.push(ts))
             .unwrap();
-        snap.scan_open_tail(SourceId(1), |ts, _| got.push(ts)).unwrap();
+        snap.scan_open_tail(SourceId(1), |ts, _| got.push(ts))
+            .unwrap();
         assert_eq!(got, vec![99_999]);
         assert_eq!(snap.count_log(SourceId(9), 0, u64::MAX), 0);
         assert_eq!(snap.open_tail_count(SourceId(9)), 0);
