@@ -84,7 +84,48 @@ fn every_durable_record_is_exported_once_typed_sorted_and_partitioned() {
             "{part} missing in {rel:?}"
         );
     }
-    // Typed columns, tags as dictionaries, time as UTC µs, statistics kept.
+    assert_typed_with_statistics(&files);
+
+    // A second export finds nothing new; after more records (one source
+    // stored late, with older times than the newest exported) only those.
+    assert_eq!(
+        export_all(&r, out.to_str().expect("utf-8"), "db-1").records,
+        0
+    );
+    w.persist().expect("persist");
+    f.rows.push(not_durable);
+    for i in 0..500u64 {
+        f.syscall(&mut w, 5, &syscall(1, "write", None), T0 + i, i);
+    }
+    w.persist().expect("persist");
+    let round = export_all(&r, &format!("file://{}", out.display()), "db-1");
+    assert_eq!(round.records, 501);
+    assert_eq!(canonical(read_back(&out)), canonical(f.rows.clone()));
+    w.close().expect("close");
+
+    // A store opened read-only (as `loom export` does) exports the same.
+    let out2 = dir.path().join("out2");
+    let ro = loom::open_read_only(&dir.path().join("store")).expect("ro");
+    export_all(&ro, out2.to_str().expect("utf-8"), "db-1");
+    assert_eq!(canonical(read_back(&out2)), canonical(f.rows));
+}
+
+#[test]
+fn bad_targets_are_refused_with_their_cause() {
+    let err = |url: &str| match Target::open(url) {
+        Ok(_) => panic!("{url} accepted"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err("ftp://host/x").contains("unknown scheme \"ftp\""));
+    assert!(err("s3://").contains("no bucket name"));
+    assert!(err("file://relative/dir").contains("absolute path"));
+    let e = err("/proc/definitely/not/here");
+    assert!(e.contains("creating directory"), "{e}");
+}
+
+/// Typed columns, tags as dictionaries, time as UTC µs, statistics kept,
+/// zstd: checked on the first syscall file.
+fn assert_typed_with_statistics(files: &[std::path::PathBuf]) {
     let f0 = std::fs::File::open(
         files
             .iter()
@@ -136,40 +177,4 @@ fn every_durable_record_is_exported_once_typed_sorted_and_partitioned() {
         format!("{:?}", time_col.compression()).split('(').next(),
         Some("ZSTD")
     );
-
-    // A second export finds nothing new; after more records (one source
-    // stored late, with older times than the newest exported) only those.
-    assert_eq!(
-        export_all(&r, out.to_str().expect("utf-8"), "db-1").records,
-        0
-    );
-    w.persist().expect("persist");
-    f.rows.push(not_durable);
-    for i in 0..500u64 {
-        f.syscall(&mut w, 5, &syscall(1, "write", None), T0 + i, i);
-    }
-    w.persist().expect("persist");
-    let round = export_all(&r, &format!("file://{}", out.display()), "db-1");
-    assert_eq!(round.records, 501);
-    assert_eq!(canonical(read_back(&out)), canonical(f.rows.clone()));
-    w.close().expect("close");
-
-    // A store opened read-only (as `loom export` does) exports the same.
-    let out2 = dir.path().join("out2");
-    let ro = loom::open_read_only(&dir.path().join("store")).expect("ro");
-    export_all(&ro, out2.to_str().expect("utf-8"), "db-1");
-    assert_eq!(canonical(read_back(&out2)), canonical(f.rows));
-}
-
-#[test]
-fn bad_targets_are_refused_with_their_cause() {
-    let err = |url: &str| match Target::open(url) {
-        Ok(_) => panic!("{url} accepted"),
-        Err(e) => e.to_string(),
-    };
-    assert!(err("ftp://host/x").contains("unknown scheme \"ftp\""));
-    assert!(err("s3://").contains("no bucket name"));
-    assert!(err("file://relative/dir").contains("absolute path"));
-    let e = err("/proc/definitely/not/here");
-    assert!(e.contains("creating directory"), "{e}");
 }

@@ -51,10 +51,10 @@ fn open_chunk_records_are_exported_once_before_and_after_they_seal() {
         for _ in 0..2_500 {
             let ts = T0 + i * 4_000;
             f.syscall(&mut w, 1, &fast, ts, i);
-            if i % 500 == 0 {
+            if i.is_multiple_of(500) {
                 f.syscall(&mut w, 2, &slow, ts, i);
             }
-            if i % 700 == 0 {
+            if i.is_multiple_of(700) {
                 for k in 0..3 {
                     f.syscall(&mut w, 3, &same, ts, i + k);
                 }

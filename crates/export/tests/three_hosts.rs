@@ -8,8 +8,12 @@
 //! export and restart (Parquet counts == store counts), and the object
 //! store down for a while (ingest goes on, export catches up).
 //!
-//! Needs `loom-app`, `loom` and `loom-fleet` built beside the test
-//! (`make test` builds every binary first).
+//! Needs `loom-app`, `loom` and `loom-fleet` built beside the test:
+//! `#[ignore]`d in `make test`, run by `make fleet-test`.
+
+// A behaviour test reads top to bottom as one scenario; the function-length
+// rule (clippy.toml) is for code outside tests.
+#![allow(clippy::too_many_lines)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
