@@ -52,7 +52,8 @@ fleet-lint: deps
 fleet-test: deps fleet-build
 	$(CARGO_BUILD_ALL) 2>&1 | tail -n 1
 	$(CARGO) test $(FLEET_CARGO_FLAGS)
-	cargo test --release --workspace --test three_hosts --test export_fleet -- --ignored
+	cargo test --release -p export --test three_hosts -- --ignored
+	cargo test --release -p loom-cli --test export_fleet -- --ignored
 	$(MAKE) --no-print-directory fleet-lint
 
 fleet-export-bench: deps
