@@ -19,7 +19,7 @@ use crate::otlp_ingest;
 use crate::queries::Query;
 use crate::running::{Parts, Running, Threads};
 use crate::schedule::{print_answer, ABLATION_MARGIN_US, ABLATION_WINDOW_US};
-use crate::{http, receive, report, store, write};
+use crate::{exporting, http, receive, report, store, write};
 
 /// Idle payload buffers kept for the receivers.
 const RECYCLED_BUFFERS: usize = 64;
@@ -48,6 +48,9 @@ impl App {
         } = store::open(&cli)?;
         let token = http::auth_token(&cli)?;
         let (listener, tcp, tls) = bind_stream(&cli, &dir, token.is_some())?;
+        // The target is checked before anything listens: a bad URL, missing
+        // credentials or a missing bucket stop the app with the cause.
+        let export = exporting::start(&cli, reader.clone())?;
         let start = Instant::now();
         let counters = Arc::new(Counters {
             series: Arc::new(endpoint::SeriesLimit::new(cli.max_series)),
@@ -110,6 +113,7 @@ impl App {
             tcp,
             Parts {
                 stop,
+                export,
                 http: http_server,
                 otlp: otlp_servers,
                 threads,

@@ -253,6 +253,19 @@ pub struct Cli {
     /// closes idle connections after its own 10 s header-read timeout.
     #[arg(long, default_value_t = 60_000)]
     pub idle_timeout_ms: u64,
+    /// Export durable records as Parquet (hive layout, exactly once) to this
+    /// target every --export-interval-s: a directory, file:///dir or
+    /// s3://bucket/prefix (credentials and endpoint from AWS_* variables).
+    #[arg(long)]
+    pub export_to: Option<String>,
+    /// Seconds between two export rounds.
+    #[arg(long, default_value_t = 10)]
+    pub export_interval_s: u64,
+    /// This host's name in exported files: the `host` of series without a
+    /// `host` tag of their own, and the exporter's name in the target.
+    /// Default: the machine's hostname.
+    #[arg(long)]
+    pub host: Option<String>,
 }
 
 impl Default for Cli {
@@ -274,6 +287,10 @@ impl Cli {
             "--query-interval-s must be positive"
         );
         anyhow::ensure!(self.queue_capacity > 0, "--queue-capacity must be positive");
+        anyhow::ensure!(
+            self.export_interval_s > 0,
+            "--export-interval-s must be positive"
+        );
         anyhow::ensure!(
             self.persist_interval_ms > 0,
             "--persist-interval-ms must be positive"

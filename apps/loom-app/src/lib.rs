@@ -41,6 +41,7 @@
 mod app;
 mod cli;
 mod counters;
+mod exporting;
 mod http;
 mod ingest;
 mod intake_log;

@@ -36,6 +36,8 @@ pub(crate) struct Threads {
 /// What `App::start` hands to [`Running`].
 pub(crate) struct Parts {
     pub stop: Stop,
+    /// The export thread (`--export-to`); stopped when ingest ends.
+    pub export: Option<crate::exporting::Exporting>,
     pub http: Option<ServerHandle>,
     pub otlp: Option<otlp_ingest::Servers>,
     pub threads: Threads,
@@ -139,6 +141,7 @@ impl Running {
     pub fn wait(self) -> anyhow::Result<Summary> {
         let Running { tcp, parts, .. } = self;
         let Parts {
+            export,
             http,
             otlp,
             threads,
@@ -170,6 +173,7 @@ impl Running {
         print_index_memory(&reader, cli.index_cache_bytes);
         drop(otlp);
         drop(http);
+        drop(export);
         threads.listener_stop.store(true, Ordering::SeqCst);
         // Wakes the accept loop so it sees the flag; it may be gone already.
         let _ = TcpStream::connect_timeout(&tcp, Duration::from_secs(1));

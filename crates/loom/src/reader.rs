@@ -30,6 +30,18 @@ impl Reader {
         Snapshot { p, ix }
     }
 
+    /// The snapshot published by the writer's last `persist` (or by the
+    /// open): every record in it is durable and survives a crash. Records
+    /// in sealed chunks are read by log position ([`Snapshot::scan_log`]);
+    /// the rest are in open chunks, durable in the journal of open chunks
+    /// ([`Snapshot::scan_open_tail`]). Read-only stores: the same as
+    /// [`Reader::snapshot`].
+    pub fn durable_snapshot(&self) -> Snapshot {
+        let p = self.shared.durable.load_full();
+        let ix = self.shared.index.load_full();
+        Snapshot { p, ix }
+    }
+
     /// See [`Snapshot::aggregate`].
     pub fn aggregate(&self, id: SourceId, t0: u64, t1: u64) -> Result<Aggregate> {
         self.snapshot().aggregate(id, t0, t1)

@@ -20,6 +20,9 @@ use crate::storage::segments::SegmentFiles;
 /// State shared between the writer and every reader.
 pub(crate) struct Shared {
     pub snapshot: ArcSwap<Published>,
+    /// The snapshot the last `persist` (or the open) published: everything
+    /// in it is durable.
+    pub durable: ArcSwap<Published>,
     pub index: Arc<ArcSwap<IndexSnapshot>>,
     /// Keeps a read-only store's indexer thread alive as long as a reader is.
     pub _indexer: Option<crossbeam_channel::Sender<crate::index::indexer::IndexMsg>>,

@@ -7,6 +7,7 @@
 
 mod ablation;
 mod aggregate;
+mod log_scan;
 pub(crate) mod percentile;
 mod range_scan;
 

@@ -386,8 +386,10 @@ pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
         pages(dir, layout, &config),
         msgs,
     )?;
+    let empty = Arc::new(Published::empty(Arc::clone(&files)));
     let shared = Arc::new(Shared {
-        snapshot: ArcSwap::from_pointee(Published::empty(Arc::clone(&files))),
+        snapshot: ArcSwap::new(Arc::clone(&empty)),
+        durable: ArcSwap::new(empty),
         index: Arc::clone(&indexer.published),
         _indexer: None,
     });
@@ -432,6 +434,8 @@ pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
     w.write_journal()?;
     w.note_segment(block_base);
     w.sync();
+    // What recovery found is on disk: durable.
+    w.publish_durable();
     let reader = Reader::new(shared);
     Ok((w, reader))
 }
@@ -475,8 +479,10 @@ pub fn open_read_only(dir: &Path) -> Result<Reader> {
     let ids = Arc::new(replayed.ids);
     let published =
         super::publish::published(&replayed.sources, &ids, Vec::new(), &files, retained_from);
+    let published = Arc::new(published);
     let shared = Arc::new(Shared {
-        snapshot: ArcSwap::from_pointee(published),
+        snapshot: ArcSwap::new(Arc::clone(&published)),
+        durable: ArcSwap::new(published),
         index: Arc::clone(&indexer.published),
         _indexer: Some(indexer.tx),
     });

@@ -123,6 +123,13 @@ impl Writer {
         self.write_journal()?;
         self.apply_retention();
         self.sync();
+        self.publish_durable();
         Ok(())
+    }
+
+    /// Marks the snapshot just published as durable: `sync` ran right after
+    /// a persist (every record sealed, written and synced) or an open.
+    pub(super) fn publish_durable(&mut self) {
+        self.shared.durable.store(self.shared.snapshot.load_full());
     }
 }
