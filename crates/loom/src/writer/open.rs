@@ -322,6 +322,24 @@ fn log_recovery(dir: &Path, r: &Recovered, sources: usize) {
     }
 }
 
+/// The writer resumes in a new segment, so the recovered last one is
+/// complete: the indexer's message saying so (its bytes are on disk
+/// already: no flusher job to wait for).
+fn end_segment_done(
+    recovered: &Recovered,
+    end_segment: Option<u64>,
+    layout: Layout,
+) -> Option<IndexMsg> {
+    let seg = end_segment?;
+    let base = seg * layout.segment_size;
+    Some(IndexMsg::SegmentDone {
+        segment: seg,
+        data_end: recovered.end,
+        chunks: recovered.chunks.iter().filter(|c| c.addr >= base).count() as u64,
+        after_jobs: 0,
+    })
+}
+
 /// Opens the store in `dir` for writing: creates it when empty, recovers
 /// every valid record when it holds data (corrupt chunks inside the log are
 /// skipped and reported, a torn tail at its end is cut; see
@@ -350,10 +368,7 @@ pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
     let end_segment = (end > 0).then(|| (end - 1) / layout.segment_size);
     let block_base = end_segment.map_or(0, |s| (s + 1) * layout.segment_size);
     let flusher = start_flusher(dir, layout, &config, &files, block_base)?;
-    let chunks_in_end_segment = end_segment.map_or(0, |seg| {
-        let base = seg * layout.segment_size;
-        recovered.chunks.iter().filter(|c| c.addr >= base).count() as u64
-    });
+    let end_done = end_segment_done(&recovered, end_segment, layout);
     let first = super::first_payload(&config, &layout);
     let mut replayed = replay(&mut recovered, &catalog, first, layout.segment_size);
     let retained_from = recovered
@@ -364,16 +379,7 @@ pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
         reopen_chunks(dir, &mut replayed, first, layout, retained_from)?;
     log_recovery(dir, &recovered, replayed.sources.len());
     let mut msgs = replayed.index_msgs;
-    // The writer resumes in a new segment: the recovered last one is complete.
-    if let Some(seg) = end_segment {
-        // Recovered bytes are on disk already: no flusher job to wait for.
-        msgs.push(IndexMsg::SegmentDone {
-            segment: seg,
-            data_end: end,
-            chunks: chunks_in_end_segment,
-            after_jobs: 0,
-        });
-    }
+    msgs.extend(end_done);
     let indexer = start_indexer(
         &files,
         layout,
