@@ -16,6 +16,8 @@
 //!   marks (resends recognised, durable marks kept beside the store) and
 //!   the ACK frames a receiving thread sends.
 //! - [`frames`]: a group of frames as handed to the app ([`Frames`]).
+//! - [`message`]: what a receiver hands to the app's queue ([`Message`],
+//!   [`StreamMessage`]).
 //! - [`durable`]: waiting until the data up to a position is durable (the
 //!   acknowledgements of OTLP, `/write` and the acknowledged stream).
 //! - [`session`]: wire version 2 on a connection: the HELLO and its
@@ -34,6 +36,7 @@ pub mod app;
 pub mod counters;
 pub mod durable;
 pub mod frames;
+pub mod message;
 pub mod output;
 pub mod pool;
 pub mod receive;

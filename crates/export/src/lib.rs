@@ -8,7 +8,7 @@
 //!   (`loom::Snapshot::scan_log`): a position, not a time, so records
 //!   stored late are not skipped.
 //! - One file per measurement, host, UTC hour and export batch
-//!   ([`layout`]); schema = the data model ([`file`]).
+//!   ([`layout`]); schema = the data model ([`file`](mod@file)).
 //! - Exactly once: a manifest per exporter in the target, rewritten after
 //!   every complete file ([`manifest`]); a restarted export resumes from it.
 //! - [`continuous::run`] exports every interval from its own thread.

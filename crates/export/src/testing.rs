@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 /// The pinned requirements of the venv.
 const REQUIREMENTS: &str = include_str!("../tests/requirements.txt");
 
-/// Python of the venv at `target/fleet-venv` with [`REQUIREMENTS`]
+/// Python of the venv at `target/fleet-venv` with `tests/requirements.txt`
 /// installed (built on first use; needs python3-venv and PyPI).
 pub fn venv_python() -> PathBuf {
     static PY: OnceLock<PathBuf> = OnceLock::new();
