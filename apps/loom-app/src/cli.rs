@@ -151,8 +151,8 @@ pub struct Cli {
     /// Bytes of range-index summaries held in memory, whatever the store's
     /// size: up to half for the newest data's, the rest for older data's
     /// read back from the segment index files by queries (`loom::Config::
-    /// index_cache_bytes`, which says why 256 MiB).
-    #[arg(long, default_value_t = 256 << 20)]
+    /// index_cache_bytes`, which says why 1 GiB).
+    #[arg(long, default_value_t = 1 << 30)]
     pub index_cache_bytes: usize,
     /// Drop data (whole segments) older than this many seconds before the
     /// newest record.
