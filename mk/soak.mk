@@ -23,6 +23,8 @@ SOAK_MAX_RSS_MB ?= 2048
 SOAK_RECORDING ?= $(RECORDING_DIR)/rocksdb-p3
 SOAK_SYNTHETIC := $(RECORDING_DIR)/soak-synthetic-p3
 SOAK_OUT ?= figures
+# Extra loom-app flags, e.g. SOAK_APP_FLAGS=--index-cache-bytes=268435456
+SOAK_APP_FLAGS ?=
 
 .PHONY: soak soak-smoke
 
@@ -38,7 +40,8 @@ soak: build figures-deps
 	$(FIGURES_VENV)/bin/python scripts/soak.py --minutes $(SOAK_MIN) --recording "$$rec" \
 	  --speed $(SOAK_SPEED) --spans-per-s $(SOAK_SPANS_PER_S) --retention-bytes $(SOAK_RETENTION_BYTES) \
 	  --max-rss-mb $(SOAK_MAX_RSS_MB) --bin $(CARGO_RELEASE_DIR) --work $(TMP_DATA_DIR)/soak \
-	  --csv $(SOAK_OUT)/data/soak.csv --png $(SOAK_OUT)/figures/soak.png
+	  --csv $(SOAK_OUT)/data/soak.csv --png $(SOAK_OUT)/figures/soak.png \
+	  $(foreach f,$(SOAK_APP_FLAGS),--app-flag=$(f))
 
 soak-smoke:
 	$(MAKE) --no-print-directory soak SOAK_MIN=2 SOAK_RECORDING=$(SOAK_SYNTHETIC) \

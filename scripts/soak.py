@@ -47,14 +47,16 @@ def log(msg):
 
 
 def proc_status(pid):
-    """RSS (MB), threads, open fds of a live process; None once it is gone."""
+    """RSS (MB), threads, open fds and anonymous RSS (MB: the heap, as
+    opposed to the mapped binary) of a live process; None once it is gone."""
     try:
         with open(f"/proc/{pid}/status") as f:
             fields = dict(line.split(":", 1) for line in f if ":" in line)
         rss_kb = int(fields["VmRSS"].split()[0])
+        anon_kb = int(fields["RssAnon"].split()[0])
         threads = int(fields["Threads"])
         fds = len(os.listdir(f"/proc/{pid}/fd"))
-        return rss_kb / 1024.0, threads, fds
+        return rss_kb / 1024.0, threads, fds, anon_kb / 1024.0
     except (OSError, KeyError, ValueError):
         return None
 
@@ -64,7 +66,8 @@ class Progress:
 
     def __init__(self, stream, log_path):
         self.lock = threading.Lock()
-        self.totals = {"received": 0, "dropped": 0, "not_stored": 0, "late": 0}
+        self.totals = {"received": 0, "dropped": 0, "not_stored": 0, "late": 0,
+                       "index_mb": 0.0, "summary_pages_read": 0}
         self.final = []
         self.out = open(log_path, "w")
         threading.Thread(target=self._read, args=(stream,), daemon=True).start()
@@ -76,6 +79,8 @@ class Progress:
             self.out.flush()
             if line.startswith("Records received:"):
                 self._parse(line)
+            elif line.startswith("Memory: index held"):
+                self._parse_memory(line)
             elif line.startswith("Final"):
                 with self.lock:
                     self.final.append(line.strip())
@@ -92,6 +97,16 @@ class Progress:
                 t["not_stored"] = int(w[2])
             elif p.startswith("late") and len(w) >= 2:
                 t["late"] = int(w[1])
+        with self.lock:
+            self.totals.update(t)
+
+    def _parse_memory(self, line):
+        # "Memory: index held H bytes (...), summary pages read L"
+        w = line.split()
+        try:
+            t = {"index_mb": round(int(w[3]) / 2**20, 1), "summary_pages_read": int(w[-1])}
+        except (IndexError, ValueError):
+            return
         with self.lock:
             self.totals.update(t)
 
@@ -221,8 +236,10 @@ def plot(rows, png):
     import matplotlib.pyplot as plt
     t = [r["t_s"] / 60 for r in rows]
     fig, ax = plt.subplots(4, 1, figsize=(8, 9), sharex=True)
-    ax[0].plot(t, [r["rss_mb"] for r in rows])
-    ax[0].set_ylabel("RSS MB")
+    ax[0].plot(t, [r["rss_mb"] for r in rows], label="RSS")
+    ax[0].plot(t, [r["index_mb"] for r in rows], label="engine index")
+    ax[0].set_ylabel("MB")
+    ax[0].legend()
     ax[1].plot(t, [r["threads"] for r in rows], label="threads")
     ax[1].plot(t, [r["fds"] for r in rows], label="open fds")
     ax[1].legend()
@@ -257,6 +274,8 @@ def summary(rows):
             f"rss_growth_pct={growth:.1f} max_rss_mb={max(r['rss_mb'] for r in rows):.0f} "
             f"max_threads={max(r['threads'] for r in rows)} max_fds={max(r['fds'] for r in rows)} "
             f"dropped={rows[-1]['dropped']} not_stored={rows[-1]['not_stored']} "
+            f"index_mb_after_settle={after[0]['index_mb']:.0f} index_mb_last={rows[-1]['index_mb']:.0f} "
+            f"summary_pages_read={rows[-1]['summary_pages_read']} "
             f"query_p99_ms_first_quarter={p99(rows[:q]):.1f} query_p99_ms_last_quarter={p99(rows[-q:]):.1f} "
             f"mean_ingest_rec_s={statistics.mean(r['ingest_rec_s'] for r in rows[1:]):.0f}")
 
@@ -299,7 +318,7 @@ def main():
     rows, failure = [], None
     fields = ["t_s", "rss_mb", "threads", "fds", "ingest_rec_s", "received", "dropped",
               "not_stored", "late", "spans_accepted", "query_p50_ms", "query_p99_ms",
-              "query_errors"]
+              "query_errors", "rss_anon_mb", "index_mb", "summary_pages_read"]
     start = time.monotonic()
     last_received = 0
     with open(args.csv, "w", newline="") as f:
@@ -316,7 +335,7 @@ def main():
             tot = progress.snapshot()
             lat, qerr = queries.take()
             row = {"t_s": round(time.monotonic() - start, 1), "rss_mb": round(st[0], 1),
-                   "threads": st[1], "fds": st[2],
+                   "threads": st[1], "fds": st[2], "rss_anon_mb": round(st[3], 1),
                    "ingest_rec_s": (tot["received"] - last_received) / 10.0,
                    "spans_accepted": spans.accepted, "query_p50_ms": pct(lat, 0.5),
                    "query_p99_ms": pct(lat, 0.99), "query_errors": qerr, **tot}

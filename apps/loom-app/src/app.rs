@@ -105,7 +105,7 @@ impl App {
         let finished = Arc::new(AtomicBool::new(false));
         let threads = Threads {
             ingest,
-            report: start_reporter(&cli, &counters, &finished)?,
+            report: start_reporter(&cli, &counters, &reader, &finished)?,
             query: start_questions(&cli, plan.periodic, &reader, &counters, &finished)?,
             listener_stop,
         };
@@ -325,12 +325,17 @@ fn stream_addr_allowed(addr: &str, token: bool) -> anyhow::Result<()> {
 fn start_reporter(
     cli: &Cli,
     counters: &Arc<Counters>,
+    reader: &loom::Reader,
     finished: &Arc<AtomicBool>,
 ) -> anyhow::Result<std::thread::JoinHandle<()>> {
     let mut progress = report::Progress::new(counters.clone());
+    let reader = reader.clone();
     let interval = Duration::from_secs_f64(cli.report_interval_s);
-    spawn_reporter(finished.clone(), interval, move |_| progress.print())
-        .context("starting the report thread")
+    spawn_reporter(finished.clone(), interval, move |_| {
+        progress.print();
+        report::print_memory(&reader);
+    })
+    .context("starting the report thread")
 }
 
 /// The periodic questions over [now − 80 s, now − 20 s], where now is the

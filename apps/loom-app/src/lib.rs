@@ -23,7 +23,8 @@
 //!   every OTLP item, dropped the part discarded on a full queue, not stored
 //!   what the engine refused, late the records refused because they were
 //!   older than their source's newest stored record: a record's time is
-//!   never moved);
+//!   never moved); then `Memory: index held H bytes (...)`, the engine's
+//!   index memory (`report::print_memory`);
 //! - per query: its answer, then `Query Latency (<name>): <ms> ms`;
 //! - with `--machine-output`, also `ANSWER query=<name> t0=<µs> t1=<µs> <key=value...>`;
 //! - at exit: `Final: ...` summary, then (the binary) `Endpoint CPU: ...`

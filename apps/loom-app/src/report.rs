@@ -75,3 +75,22 @@ impl Progress {
         self.last = now;
     }
 }
+
+/// Prints `Memory: index held H bytes (summaries of recent data S, paged
+/// back in C in P pages, time index D), summary pages read L` after each
+/// progress line: the engine's index memory, the part of loom-app's memory
+/// that grows with the store when anything does (bounded by
+/// `--index-cache-bytes` and retention), so a long run's RSS can be told
+/// apart from it (`make soak` records it).
+pub fn print_memory(reader: &loom::Reader) {
+    let m = reader.snapshot().index_memory();
+    println!(
+        "Memory: index held {} bytes (summaries of recent data {}, paged back in {} in {} pages, time index {}), summary pages read {}",
+        m.held_bytes(),
+        m.summaries_bytes,
+        m.cache_bytes,
+        m.cache_pages,
+        m.directory_bytes,
+        m.page_loads
+    );
+}

@@ -167,17 +167,26 @@ fn compare_encodings(
             },
         ),
         (
-            "batch_8192",
+            "time_delta",
             export::file::Encoding {
-                write_batch_rows: 8192,
+                time_delta: true,
                 ..base
             },
         ),
         (
-            "chunk_stats_batch_8192",
+            "time_delta_wide_plain",
             export::file::Encoding {
+                time_delta: true,
+                wide_fields_plain: true,
+                ..base
+            },
+        ),
+        (
+            "time_delta_wide_plain_chunk_stats",
+            export::file::Encoding {
+                time_delta: true,
+                wide_fields_plain: true,
                 page_statistics: false,
-                write_batch_rows: 8192,
                 ..base
             },
         ),

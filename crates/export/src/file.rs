@@ -21,8 +21,9 @@ use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use loom::FieldType;
 use parquet::arrow::ArrowWriter;
-use parquet::basic::{Compression, ZstdLevel};
+use parquet::basic::{Compression, Encoding as ColumnEncoding, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::schema::types::ColumnPath;
 
 use crate::error::{Error, Result};
 use crate::series::{Series, Values};
@@ -46,6 +47,13 @@ pub struct Encoding {
     pub page_statistics: bool,
     /// Rows the Parquet writer encodes at a time.
     pub write_batch_rows: usize,
+    /// `time` as DELTA_BINARY_PACKED without a dictionary: times are
+    /// nearly all distinct, so a dictionary is built only to be dropped
+    /// when it outgrows its page, and their deltas are small.
+    pub time_delta: bool,
+    /// 64-bit fields (durations, start times: mostly distinct too) without
+    /// a dictionary; integers as DELTA_BINARY_PACKED, floats plain.
+    pub wide_fields_plain: bool,
 }
 
 impl Default for Encoding {
@@ -55,6 +63,8 @@ impl Default for Encoding {
             row_group_rows: 1 << 20,
             page_statistics: true,
             write_batch_rows: 1024,
+            time_delta: false,
+            wide_fields_plain: false,
         }
     }
 }
@@ -258,7 +268,30 @@ fn nulls_ok(n: &Option<NullBuffer>, row: usize) -> bool {
 /// sorting columns recorded (tags then time).
 pub(crate) fn encode(batch: &RecordBatch, enc: Encoding, name: &str) -> Result<Vec<u8>> {
     let level = ZstdLevel::try_new(enc.zstd_level).map_err(|e| encode_err(name, e))?;
-    let props = WriterProperties::builder()
+    let mut props = WriterProperties::builder();
+    if enc.time_delta {
+        props = props
+            .set_column_dictionary_enabled(ColumnPath::from("time"), false)
+            .set_column_encoding(
+                ColumnPath::from("time"),
+                ColumnEncoding::DELTA_BINARY_PACKED,
+            );
+    }
+    if enc.wide_fields_plain {
+        for f in batch.schema().fields() {
+            let path = ColumnPath::from(f.name().as_str());
+            match f.data_type() {
+                DataType::UInt64 | DataType::Int64 => {
+                    props = props
+                        .set_column_dictionary_enabled(path.clone(), false)
+                        .set_column_encoding(path, ColumnEncoding::DELTA_BINARY_PACKED);
+                }
+                DataType::Float64 => props = props.set_column_dictionary_enabled(path, false),
+                _ => {}
+            }
+        }
+    }
+    let props = props
         .set_compression(Compression::ZSTD(level))
         .set_statistics_enabled(if enc.page_statistics {
             EnabledStatistics::Page

@@ -106,13 +106,13 @@ pub struct IndexMemory {
     /// Bytes of summaries read back from segment index files and cached
     /// (at most `cache_budget`, plus the one segment a query is reading).
     pub cache_bytes: usize,
-    /// Segments whose summaries are cached.
-    pub cache_segments: usize,
+    /// Pages cached: one source's summaries of one segment each.
+    pub cache_pages: usize,
     /// Bytes the cache may hold now: what `summaries_bytes` leaves of
     /// `Config::index_cache_bytes`, and at least half of it.
     pub cache_budget: usize,
-    /// Segment summaries read from index files so far (cache misses).
-    pub segment_loads: u64,
+    /// Pages read from index files so far (cache misses).
+    pub page_loads: u64,
     /// Bytes of time-index (directory) entries in memory: one per
     /// retained chunk, never paged.
     pub directory_bytes: usize,
@@ -166,7 +166,7 @@ impl Snapshot {
         chunk_no: usize,
     ) -> Option<impl Iterator<Item = BinSummary> + '_> {
         let idx = *self.p.ids.get(&sv.id)?;
-        self.ix.summaries(idx, chunk_no, || {
+        self.ix.summaries((idx, sv.id.0), chunk_no, || {
             sv.dir.chunks.get(chunk_no).map(|c| c.addr)
         })
     }
@@ -270,9 +270,9 @@ impl Snapshot {
         IndexMemory {
             summaries_bytes: self.ix.held_bytes,
             cache_bytes: pages.map_or(0, |(s, _)| s.bytes),
-            cache_segments: pages.map_or(0, |(s, _)| s.segments),
+            cache_pages: pages.map_or(0, |(s, _)| s.pages),
             cache_budget: pages.map_or(0, |(_, b)| b),
-            segment_loads: pages.map_or(0, |(s, _)| s.loads),
+            page_loads: pages.map_or(0, |(s, _)| s.loads),
             directory_bytes,
         }
     }

@@ -274,7 +274,7 @@ fn run_scenario((n, ops, windows, ranges): Scenario, paged: bool) -> Result<(), 
             })
             .count();
         if segments >= 2 {
-            prop_assert!(m.segment_loads > 0, "{} index files, {:?}", segments, m);
+            prop_assert!(m.page_loads > 0, "{} index files, {:?}", segments, m);
         }
     }
     Ok(())

@@ -294,19 +294,20 @@ impl IndexSnapshot {
         Some(self.sources.get(source)?.as_ref()?.held())
     }
 
-    /// The summaries of chunk `chunk_no` of source `source`, `None` if that
-    /// chunk is not indexed (yet). A paged-out chunk's come from its
-    /// segment index file, found by the chunk's log address (`addr`).
+    /// The summaries of chunk `chunk_no` of source `source` (the writer's
+    /// index; `source_id` its id), `None` if that chunk is not indexed
+    /// (yet). A paged-out chunk's come from its segment index file, found
+    /// by the chunk's log address (`addr`).
     pub(crate) fn summaries(
         &self,
-        source: usize,
+        (source, source_id): (usize, u64),
         chunk_no: usize,
         addr: impl FnOnce() -> Option<u64>,
     ) -> Option<SummaryIter<'_>> {
         let v = self.sources.get(source)?.as_ref()?;
         let paged = || -> Option<SummaryIter<'_>> {
             let pages = self.pages.as_ref()?;
-            Some(SummaryIter::Paged(pages.get(addr()?)?))
+            Some(SummaryIter::Paged(pages.get(source_id, addr()?)?))
         };
         if chunk_no < v.paged_below {
             return paged();

@@ -357,21 +357,29 @@ pub(crate) struct FlatSummaries {
     pub bins: Vec<BinSummary>,
 }
 
-/// Reads every chunk's summaries of segment `segment`'s index file (the
-/// valid prefix); an absent file holds none.
-pub(crate) fn read_flat(dir: &Path, segment: u64) -> Result<FlatSummaries> {
+/// Reads the summaries of source `source`'s chunks from segment
+/// `segment`'s index file (the valid prefix; an absent file reads as
+/// empty). Paging in by source, not the whole segment, keeps a query's
+/// working set to the series it asks about: a segment holds every source's
+/// chunks, and one busy source's summaries would otherwise evict another's.
+pub(crate) fn read_flat(dir: &Path, segment: u64, source: u64) -> Result<FlatSummaries> {
     let p = path(dir, segment);
     let bytes = match fs::read(&p) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(FlatSummaries::default()),
         Err(e) => return Err(Error::io(&p, e)),
     };
-    Ok(decode_flat(&bytes, segment))
+    Ok(decode_flat(&bytes, segment, source))
 }
 
-/// The summaries of the valid prefix of a segment index file's bytes.
-fn decode_flat(bytes: &[u8], segment: u64) -> FlatSummaries {
+/// The summaries of source `source`'s chunks in the valid prefix of a
+/// segment index file's bytes. Other sources' entries are checked (the
+/// walk verifies every checksum) but their summaries are not decoded.
+fn decode_flat(bytes: &[u8], segment: u64, source: u64) -> FlatSummaries {
     let mut out = FlatSummaries::default();
+    // Late summaries name their chunk by address only; their chunk's
+    // entry always comes earlier in the same file.
+    let mut ours = std::collections::HashSet::new();
     walk(bytes, segment, |payload| {
         let mut c = Cursor { b: payload, pos: 0 };
         let kind = c.u8()?;
@@ -379,9 +387,17 @@ fn decode_flat(bytes: &[u8], segment: u64) -> FlatSummaries {
             return Ok(());
         }
         let addr = c.u64()?;
-        if kind != T_SUMMARIES {
-            // source, prev, first_ts, last_ts, count, crc (and len).
-            c.pos += 4 * 8 + 4 + 4 + if kind == T_CHUNK_LEN { 4 } else { 0 };
+        if kind == T_SUMMARIES {
+            if !ours.contains(&addr) {
+                return Ok(());
+            }
+        } else {
+            if c.u64()? != source {
+                return Ok(());
+            }
+            ours.insert(addr);
+            // prev, first_ts, last_ts, count, crc (and len).
+            c.pos += 3 * 8 + 4 + 4 + if kind == T_CHUNK_LEN { 4 } else { 0 };
             if c.u8()? != 1 {
                 return Ok(());
             }

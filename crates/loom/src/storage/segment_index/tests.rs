@@ -83,33 +83,54 @@ fn entries_round_trip_and_a_torn_tail_is_cut() -> Result<(), Box<dyn std::error:
 }
 
 #[test]
-fn paging_reads_summaries_flat_and_a_reopen_reads_them_lean(
+fn paging_reads_one_sources_summaries_flat_and_a_reopen_reads_them_lean(
 ) -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let mut w = SegmentIndexWriter::create(dir.path(), 3)?;
     w.chunk(&chunk(0, Some(bins())))?;
     w.chunk(&chunk(4096, None))?;
+    // Another source's chunk, summarised in its entry and late.
+    let mut other = chunk(8192, Some(bins()[..1].to_vec()));
+    other.header.source = 0xdef;
+    w.chunk(&other)?;
+    w.chunk(&chunk(12288, None))?;
     w.summaries(4096, &bins())?;
+    w.summaries(8192, &bins())?;
     w.frames(&[])?;
-    w.finish(8192, 2)?;
+    w.finish(16384, 4)?;
     // Summaries of a chunk indexed after the footer are kept too.
     w.summaries(12288, &bins()[1..])?;
     w.flush()?;
 
-    // What paging reads: every chunk's summaries, flat, late ones too.
-    let flat = read_flat(dir.path(), 3)?;
+    // What paging reads: one source's chunks' summaries, flat, late ones
+    // too, and none of another source's.
+    let flat = read_flat(dir.path(), 3, 0xabc)?;
     assert_eq!(flat.chunks, vec![(0, 0, 2), (4096, 2, 2), (12288, 4, 1)]);
     assert_eq!(&flat.bins[..2], &bins()[..]);
     assert_eq!(&flat.bins[2..4], &bins()[..]);
     assert_eq!(flat.bins[4], bins()[1]);
-    assert!(read_flat(dir.path(), 4)?.chunks.is_empty());
+    let theirs = read_flat(dir.path(), 3, 0xdef)?;
+    assert_eq!(theirs.chunks, vec![(8192, 0, 1), (8192, 1, 2)]);
+    assert!(read_flat(dir.path(), 3, 0x123)?.chunks.is_empty());
+    assert!(read_flat(dir.path(), 4, 0xabc)?.chunks.is_empty());
     // What a reopen reads of a paged segment: chunks, no summaries.
     let lean = read_lean(dir.path(), 3)?;
     assert_eq!(lean.stopped, None);
-    assert_eq!(lean.chunks, vec![chunk(0, None), chunk(4096, None)]);
-    assert_eq!(lean.on_disk.len(), 3);
+    assert_eq!(
+        lean.chunks,
+        vec![
+            chunk(0, None),
+            chunk(4096, None),
+            IndexedChunk {
+                summaries: None,
+                ..other
+            },
+            chunk(12288, None)
+        ]
+    );
+    assert_eq!(lean.on_disk.len(), 4);
     assert!(lean.late_summaries.is_empty());
-    assert_eq!(lean.footer, Some((8192, 2)));
+    assert_eq!(lean.footer, Some((16384, 4)));
 
     Ok(())
 }
@@ -121,13 +142,14 @@ fn valid_file() -> Result<Vec<u8>, Box<dyn std::error::Error>> {
     let mut w = SegmentIndexWriter::create(dir.path(), 3)?;
     w.chunk(&chunk(0, Some(bins())))?;
     w.chunk(&chunk(4096, None))?;
+    w.chunk(&chunk(12288, None))?;
     w.summaries(4096, &bins())?;
     w.frames(&[FrameLoc {
         addr: 0,
         offset: 16,
         len: 100,
     }])?;
-    w.finish(8192, 2)?;
+    w.finish(16384, 3)?;
     w.summaries(12288, &bins())?;
     w.flush()?;
     Ok(fs::read(path(dir.path(), 3))?)
@@ -152,7 +174,7 @@ proptest::proptest! {
         bytes.extend_from_slice(&tail);
         let full = decode(&bytes, 3);
         let lean = decode_with(&bytes, 3, true);
-        let flat = decode_flat(&bytes, 3);
+        let flat = decode_flat(&bytes, 3, 0xabc);
         proptest::prop_assert_eq!(full.chunks.len(), lean.chunks.len());
         for (addr, start, n) in flat.chunks {
             let in_entry = full
