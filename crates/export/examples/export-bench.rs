@@ -160,32 +160,23 @@ fn compare_encodings(
     let variants = [
         ("default", base),
         (
+            "dictionary_everywhere",
+            export::file::Encoding {
+                time_delta: false,
+                wide_fields_plain: false,
+                ..base
+            },
+        ),
+        (
+            "time_delta_only",
+            export::file::Encoding {
+                wide_fields_plain: false,
+                ..base
+            },
+        ),
+        (
             "chunk_stats",
             export::file::Encoding {
-                page_statistics: false,
-                ..base
-            },
-        ),
-        (
-            "time_delta",
-            export::file::Encoding {
-                time_delta: true,
-                ..base
-            },
-        ),
-        (
-            "time_delta_wide_plain",
-            export::file::Encoding {
-                time_delta: true,
-                wide_fields_plain: true,
-                ..base
-            },
-        ),
-        (
-            "time_delta_wide_plain_chunk_stats",
-            export::file::Encoding {
-                time_delta: true,
-                wide_fields_plain: true,
                 page_statistics: false,
                 ..base
             },

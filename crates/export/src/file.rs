@@ -4,7 +4,10 @@
 //!
 //! Columns: `time` (timestamp µs, UTC), every tag but `host` as a
 //! dictionary-encoded string (null where a series lacks the tag), then the
-//! fields, typed as stored. A field name that two series of the measurement
+//! fields, typed as stored. `time` and 64-bit integer fields are
+//! DELTA_BINARY_PACKED and 64-bit floats plain, without dictionaries (their
+//! values are nearly all distinct); narrower fields and strings keep the
+//! writer's dictionary. A field name that two series of the measurement
 //! give different types gets the later type's column `<name>_<type>`.
 //! `measurement`, `host`, `date` and `hour` are the hive partition columns
 //! of the file's path, not stored inside it.
@@ -63,8 +66,11 @@ impl Default for Encoding {
             row_group_rows: 1 << 20,
             page_statistics: true,
             write_batch_rows: 1024,
-            time_delta: false,
-            wide_fields_plain: false,
+            // Measured with `export-bench --compare` (10 M syscall
+            // records, 2 rounds): 5.63-5.80 M records per CPU-second and
+            // 4.76 B/record with both, 4.17-4.57 M and 6.08 B without.
+            time_delta: true,
+            wide_fields_plain: true,
         }
     }
 }
