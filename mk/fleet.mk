@@ -47,13 +47,15 @@ fleet-lint: deps
 	$(CARGO) clippy $(FLEET_CARGO_FLAGS) --all-targets -- -D warnings
 
 # The tests that need loom-fleet are #[ignore]d in `make test` and run here,
-# with the binaries of the root workspace's one build (CARGO_BUILD_ALL); the
+# with the binaries of the root workspace's one build (CARGO_BUILD_ALL) and
+# built `--workspace` (not `-p`: one package alone unifies features apart
+# and rebuilds arrow, tokio and more, 10+ minutes, for nothing); the
 # three-host test builds the pinned venv (moto, DuckDB, PySpark) on first use.
 fleet-test: deps fleet-build
 	$(CARGO_BUILD_ALL) 2>&1 | tail -n 1
 	$(CARGO) test $(FLEET_CARGO_FLAGS)
-	cargo test --release -p export --test three_hosts -- --ignored
-	cargo test --release -p loom-cli --test export_fleet -- --ignored
+	cargo test --release --workspace --test three_hosts -- --ignored
+	cargo test --release --workspace --test export_fleet -- --ignored
 	$(MAKE) --no-print-directory fleet-lint
 
 fleet-export-bench: deps
