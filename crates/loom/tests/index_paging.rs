@@ -229,7 +229,10 @@ fn paged_directory_answers_exactly_within_budget_and_reopens_without_paging_in(
     check_answers(&r, &model)?;
     check_lookups(&r, &model, 97)?;
     let m = r.snapshot().index_memory();
-    assert!(m.directory_page_loads > 0, "queries read entries back: {m:?}");
+    assert!(
+        m.directory_page_loads > 0,
+        "queries read entries back: {m:?}"
+    );
     assert!(m.directory_bytes <= directory_bound(2, segments), "{m:?}");
     assert!(
         m.cache_bytes + m.directory_cache_bytes <= TINY_INDEX_BUDGET + (64 << 10),

@@ -95,6 +95,9 @@ pub(crate) struct DirectoryView {
     chunks: AppendView<ChunkEntry>,
     /// Chunk number of `chunks[0]`.
     base: usize,
+    /// Chunks below this are in `runs` (`chunks` may still hold some of
+    /// them until the writer compacts it; they are not read).
+    paged_below: usize,
     /// First chunk retention has not dropped.
     pub start: usize,
     /// Where paged-out entries are read from, and the source's id there.
@@ -106,9 +109,11 @@ pub(crate) struct DirectoryView {
 pub(crate) struct Directory {
     /// Paged-out segments' runs, oldest first, all below `base`.
     runs: Arc<Vec<PagedRun>>,
-    /// Entries in memory: chunk numbers from `base` on.
+    /// Entries in memory: chunk numbers from `base` on; those below
+    /// `paged_below` are paged out and freed by the next `compact`.
     chunks: AppendVec<ChunkEntry>,
     base: usize,
+    paged_below: usize,
     /// `(segment, first chunk number in it)` of every segment with
     /// entries in memory, oldest first.
     marks: VecDeque<(u64, usize)>,
@@ -120,6 +125,7 @@ impl Directory {
             runs: Arc::new(Vec::new()),
             chunks: AppendVec::new(PAGE),
             base: 0,
+            paged_below: 0,
             marks: VecDeque::new(),
         }
     }
@@ -137,9 +143,11 @@ impl Directory {
         self.chunks.push(entry);
     }
 
-    /// Bytes the directory holds in memory (entries and runs).
+    /// Bytes the directory holds in memory once compacted (entries and
+    /// runs).
     pub(crate) fn held_bytes(&self) -> usize {
-        self.chunks.held() * ENTRY_BYTES + self.runs.len() * RUN_BYTES
+        let below = self.paged_below.saturating_sub(self.base);
+        self.chunks.held().saturating_sub(below) * ENTRY_BYTES + self.runs.len() * RUN_BYTES
     }
 
     /// The oldest segment whose entries are in memory.
@@ -153,7 +161,7 @@ impl Directory {
         let (range, _) = self.oldest_range(segment)?;
         Some(
             range
-                .filter_map(|i| self.chunks.get(i - self.base))
+                .filter_map(|i| self.chunks.get(i.checked_sub(self.base)?))
                 .collect(),
         )
     }
@@ -168,8 +176,10 @@ impl Directory {
     }
 
     /// Pages out this source's entries of `segment`, its oldest segment in
-    /// memory (its index file lists them: the caller checked): they are
-    /// freed, a run stays. Returns whether it did.
+    /// memory (its index file lists them: the caller checked): a run
+    /// replaces them, and [`Self::compact`] frees them (once after paging
+    /// out many segments: each compaction copies the entries kept).
+    /// Returns whether it did.
     pub(crate) fn page_out(&mut self, segment: u64) -> bool {
         let Some(entries) = self.entries_of(segment) else {
             return false;
@@ -186,14 +196,19 @@ impl Directory {
         }
         Arc::make_mut(&mut self.runs).push(run);
         self.marks.pop_front();
-        self.restart_at(range.end);
+        self.paged_below = range.end;
         true
     }
 
-    /// Starts the in-memory entries again at chunk `chunk` (copying those
-    /// from there on: the segments not paged out, few), so the memory of
-    /// every entry below is freed, not only whole slabs.
-    fn restart_at(&mut self, chunk: usize) {
+    /// Frees the entries paged out: starts the in-memory entries again at
+    /// the first chunk not paged out (copying those from there on: the
+    /// segments not paged out, few), so all of their memory is freed, not
+    /// only whole slabs.
+    pub(crate) fn compact(&mut self) {
+        let chunk = self.paged_below;
+        if chunk <= self.base {
+            return;
+        }
         let mut chunks = AppendVec::new(PAGE);
         for i in chunk..self.len() {
             if let Some(c) = self.chunks.get(i - self.base) {
@@ -217,6 +232,7 @@ impl Directory {
             self.marks.pop_front();
         }
         self.chunks.drop_below(first.saturating_sub(self.base));
+        self.paged_below = self.paged_below.max(first.min(self.len()));
         first
     }
 
@@ -232,6 +248,7 @@ impl Directory {
             runs: Arc::clone(&self.runs),
             chunks: self.chunks.view(),
             base: self.base,
+            paged_below: self.paged_below.max(self.base),
             start: 0,
             pages: pages.cloned(),
             source,
@@ -244,7 +261,7 @@ impl Directory {
                 .partition(|r| r.last_addr < retained_from, |c| c.addr < retained_from)
                 .unwrap_or_else(|_| {
                     let r = v.runs.partition_point(|r| r.last_addr < retained_from);
-                    v.runs.get(r).map_or(v.base, |r| r.first_chunk)
+                    v.runs.get(r).map_or(v.paged_below, |r| r.first_chunk)
                 });
         }
         v
@@ -257,9 +274,10 @@ impl DirectoryView {
         self.base + self.chunks.len()
     }
 
-    /// Entries held in memory.
+    /// Entries held in memory (not paged out).
     pub(crate) fn held_entries(&self) -> usize {
-        self.chunks.len() - self.chunks.first()
+        let first = (self.chunks.first() + self.base).max(self.paged_below);
+        self.len().saturating_sub(first)
     }
 
     /// Bytes held in memory (entries and runs).
@@ -270,7 +288,7 @@ impl DirectoryView {
     /// The entry of chunk `i`, `None` when retention freed it or it is not
     /// sealed; paged in from its segment index file when paged out.
     pub(crate) fn get(&self, i: usize) -> Result<Option<ChunkEntry>> {
-        if i >= self.base {
+        if i >= self.paged_below {
             return Ok(self.chunks.get(i - self.base));
         }
         let r = self.runs.partition_point(|r| r.end_chunk() <= i);
@@ -305,13 +323,30 @@ impl DirectoryView {
     ) -> Result<usize> {
         let r = self.runs.partition_point(&run_all);
         let Some(run) = self.runs.get(r) else {
-            return Ok(self.base + self.chunks.partition_point(pred));
+            return Ok(self.memory_partition(pred));
         };
         if !pred(&run.first) {
             return Ok(run.first_chunk);
         }
         let entries = self.page(run)?;
         Ok(run.first_chunk + entries.partition_point(pred))
+    }
+
+    /// `partition` over the entries in memory (freed ones count as part
+    /// of the prefix, as in `AppendView::partition_point`).
+    fn memory_partition(&self, mut pred: impl FnMut(&ChunkEntry) -> bool) -> usize {
+        let (mut lo, mut hi) = (
+            (self.chunks.first() + self.base).max(self.paged_below),
+            self.len(),
+        );
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.chunks.get(mid - self.base) {
+                Some(v) if pred(&v) => lo = mid + 1,
+                _ => hi = mid,
+            }
+        }
+        lo
     }
 
     /// Chunk numbers of the chunks whose time span meets `[t0, t1]`.
@@ -329,7 +364,7 @@ impl DirectoryView {
         let mut n = 0u64;
         let mut i = range.start;
         while i < range.end {
-            if i < self.base {
+            if i < self.paged_below {
                 let r = self.runs.partition_point(|r| r.end_chunk() <= i);
                 if let Some(run) = self.runs.get(r).filter(|r| r.first_chunk <= i) {
                     if i == run.first_chunk && run.end_chunk() <= range.end {
@@ -386,6 +421,9 @@ mod tests {
         assert_eq!(d.oldest_segment(), Some(0));
         assert!(!d.page_out(1));
         assert!(d.page_out(0));
+        // Paged out before compacting: read from the run already.
+        assert!(d.view(0, None, 1).get(1).is_err());
+        d.compact();
         assert_eq!(d.oldest_segment(), Some(1));
         assert_eq!(d.held_bytes(), 6 * ENTRY_BYTES + RUN_BYTES);
         let v = d.view(0, None, 1);

@@ -105,6 +105,7 @@ pub(crate) fn page_out(
     let keep = pages.directory_keep();
     let complete_below = pages.complete_below();
     let mut held: usize = sources.iter().map(|s| s.dir.held_bytes()).sum();
+    let mut paged = vec![false; sources.len()];
     while held > keep && st.complete(st.next, complete_below) {
         let seg = st.next;
         st.next += 1;
@@ -114,7 +115,7 @@ pub(crate) fn page_out(
             st.refused += 1;
             continue;
         }
-        for s in sources.iter_mut() {
+        for (s, paged) in sources.iter_mut().zip(paged.iter_mut()) {
             if s.dir.oldest_segment() != Some(seg) {
                 continue;
             }
@@ -132,8 +133,12 @@ pub(crate) fn page_out(
             let before = s.dir.held_bytes();
             if s.dir.page_out(seg) {
                 held = held + s.dir.held_bytes() - before;
+                *paged = true;
             }
         }
+    }
+    for (s, _) in sources.iter_mut().zip(paged).filter(|(_, p)| *p) {
+        s.dir.compact();
     }
     pages.set_recent_directory(held);
 }
