@@ -323,30 +323,15 @@ impl DirectoryView {
     ) -> Result<usize> {
         let r = self.runs.partition_point(&run_all);
         let Some(run) = self.runs.get(r) else {
-            return Ok(self.memory_partition(pred));
+            // Every run's chunks meet `pred`, so the entries in memory
+            // that are also in a run (not compacted yet) do too.
+            return Ok(self.base + self.chunks.partition_point(pred));
         };
         if !pred(&run.first) {
             return Ok(run.first_chunk);
         }
         let entries = self.page(run)?;
         Ok(run.first_chunk + entries.partition_point(pred))
-    }
-
-    /// `partition` over the entries in memory (freed ones count as part
-    /// of the prefix, as in `AppendView::partition_point`).
-    fn memory_partition(&self, mut pred: impl FnMut(&ChunkEntry) -> bool) -> usize {
-        let (mut lo, mut hi) = (
-            (self.chunks.first() + self.base).max(self.paged_below),
-            self.len(),
-        );
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            match self.chunks.get(mid - self.base) {
-                Some(v) if pred(&v) => lo = mid + 1,
-                _ => hi = mid,
-            }
-        }
-        lo
     }
 
     /// Chunk numbers of the chunks whose time span meets `[t0, t1]`.
