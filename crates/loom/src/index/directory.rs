@@ -220,8 +220,7 @@ impl Directory {
     }
 
     /// Frees the entries and runs of chunks below log address
-    /// `retained_from` (in-memory entries in whole slabs); returns the
-    /// first retained chunk's number.
+    /// `retained_from`; returns the first retained chunk's number.
     pub(crate) fn forget_below(&mut self, retained_from: u64) -> usize {
         let first = self.view(retained_from, None, 0).start;
         let gone = self.runs.partition_point(|r| r.end_chunk() <= first);
@@ -231,8 +230,10 @@ impl Directory {
         while self.marks.len() > 1 && self.marks.get(1).is_some_and(|m| m.1 <= first) {
             self.marks.pop_front();
         }
-        self.chunks.drop_below(first.saturating_sub(self.base));
+        // Dropped chunks read as absent (below `paged_below`, in no run);
+        // compacting frees their entries exactly, not in whole slabs.
         self.paged_below = self.paged_below.max(first.min(self.len()));
+        self.compact();
         first
     }
 
