@@ -24,9 +24,6 @@ pub(crate) struct DirPaging {
     /// Recovered segments whose chunks came from their complete index
     /// file: paged out without reading the file again.
     pub trusted: Vec<u64>,
-    /// Segments whose index file did not list what memory holds (or could
-    /// not be read), for the log.
-    pub refused: u64,
 }
 
 impl DirPaging {
@@ -52,7 +49,6 @@ impl DirPaging {
                 .filter(|s| s.from_index)
                 .map(|s| s.index)
                 .collect(),
-            refused: 0,
         }
     }
 }
@@ -69,7 +65,10 @@ fn listed(dir: &Path, seg: u64) -> Option<HashMap<u64, Vec<(u64, ChunkHeader)>>>
             return None;
         }
     };
-    six.footer?;
+    if six.footer.is_none() {
+        log::warn!("paging out the directory of segment {seg}: its index file has no footer; its entries stay in memory");
+        return None;
+    }
     let mut by_source: HashMap<u64, Vec<(u64, ChunkHeader)>> = HashMap::new();
     for c in six.chunks {
         by_source
@@ -112,7 +111,6 @@ pub(crate) fn page_out(
         let trusted = st.trusted.binary_search(&seg).is_ok();
         let file = if trusted { None } else { listed(dir, seg) };
         if !trusted && file.is_none() {
-            st.refused += 1;
             continue;
         }
         for (s, paged) in sources.iter_mut().zip(paged.iter_mut()) {
@@ -122,7 +120,6 @@ pub(crate) fn page_out(
             if let Some(f) = &file {
                 let mem = s.dir.entries_of(seg).unwrap_or_default();
                 if !same(&mem, f.get(&s.id.0)) {
-                    st.refused += 1;
                     log::warn!(
                         "segment {seg}'s index file does not list source {}'s chunks as memory does: its directory entries stay in memory",
                         s.id.0
