@@ -10,15 +10,19 @@
 //! (a broken or missing file) reads as "not summarised", and the query
 //! scans that chunk instead, so answers stay exact whatever is paged out.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
 use crate::bin_summary::BinSummary;
 use crate::error::{Error, Result};
 use crate::index::directory::{ChunkEntry, PagedRun, ENTRY_BYTES};
 use crate::storage::segment_index;
+use crate::storage::segments::DROPPED_GRACE;
 
 /// Bytes one summary takes in memory.
 pub(crate) const SUMMARY_BYTES: usize = std::mem::size_of::<BinSummary>();
@@ -173,6 +177,11 @@ pub(crate) struct SummaryPages {
     lru: Mutex<Lru>,
     loads: AtomicU64,
     chunk_loads: AtomicU64,
+    /// Index files of segments retention dropped, kept open for
+    /// `DROPPED_GRACE` as their data files are (`SegmentFiles::retire`):
+    /// a query on a snapshot taken before the drop may still page their
+    /// directory entries in.
+    retired: Mutex<VecDeque<(u64, Arc<File>, Instant)>>,
 }
 
 impl SummaryPages {
@@ -187,6 +196,45 @@ impl SummaryPages {
             lru: Mutex::new(Lru::default()),
             loads: AtomicU64::new(0),
             chunk_loads: AtomicU64::new(0),
+            retired: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    /// Retention is about to remove segment `segment`'s index file: keep
+    /// it open (unlinked, as its data file) for `DROPPED_GRACE`.
+    pub(crate) fn retire_index(&self, segment: u64) {
+        let file = File::open(segment_index::path(&self.dir, segment));
+        let mut retired = self.retired.lock().unwrap_or_else(|p| p.into_inner());
+        retired.retain(|(_, _, at)| at.elapsed() < DROPPED_GRACE);
+        if let Ok(f) = file {
+            retired.push_back((segment, Arc::new(f), Instant::now()));
+        }
+    }
+
+    /// Segment `segment`'s index file's bytes: from the file, or from the
+    /// handle kept when retention dropped it.
+    fn index_bytes(&self, segment: u64) -> Result<Vec<u8>> {
+        let p = segment_index::path(&self.dir, segment);
+        match std::fs::read(&p) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let kept = {
+                    let retired = self.retired.lock().unwrap_or_else(|p| p.into_inner());
+                    retired
+                        .iter()
+                        .find(|(s, _, at)| *s == segment && at.elapsed() < DROPPED_GRACE)
+                        .map(|(_, f, _)| Arc::clone(f))
+                };
+                let Some(f) = kept else {
+                    return Err(Error::io(&p, e));
+                };
+                let mut bytes = Vec::new();
+                (&*f)
+                    .seek(SeekFrom::Start(0))
+                    .and_then(|_| (&*f).read_to_end(&mut bytes))
+                    .map_err(|e| Error::io(&p, e))?;
+                Ok(bytes)
+            }
+            r => r.map_err(|e| Error::io(&p, e)),
         }
     }
 
@@ -232,7 +280,7 @@ impl SummaryPages {
         let page = (run.segment, source);
         let loaded = self.page((page, true), || {
             self.chunk_loads.fetch_add(1, Ordering::Relaxed);
-            read_entries(&self.dir, source, run).map(|v| Cached::Chunks(Arc::new(v)))
+            read_entries(self, source, run).map(|v| Cached::Chunks(Arc::new(v)))
         })?;
         match loaded {
             Some(Cached::Chunks(c)) if c.len() == run.chunks => Ok(c),
@@ -254,7 +302,14 @@ impl SummaryPages {
         {
             let mut lru = self.lock();
             if segment < lru.floor {
-                return Ok(None);
+                // Retention dropped the segment. Summaries read as absent
+                // (the chunk is scanned, from the segment file kept open
+                // for older snapshots); directory entries are still needed
+                // to find those chunks, and the index file stays on disk
+                // for the same grace (`Writer::retire_index`): read it
+                // without caching.
+                drop(lru);
+                return if key.1 { load().map(Some) } else { Ok(None) };
             }
             lru.tick += 1;
             let tick = lru.tick;
@@ -365,8 +420,10 @@ impl SummaryPages {
 
 /// Source `source`'s entries of `run` from the run's segment index file,
 /// checked against the run (count, first entry, last address, records).
-fn read_entries(dir: &std::path::Path, source: u64, run: &PagedRun) -> Result<Vec<ChunkEntry>> {
-    let listed = segment_index::read_chunk_entries(dir, run.segment, source)?;
+fn read_entries(pages: &SummaryPages, source: u64, run: &PagedRun) -> Result<Vec<ChunkEntry>> {
+    let dir = &pages.dir;
+    let bytes = pages.index_bytes(run.segment)?;
+    let listed = segment_index::decode_chunk_entries(&bytes, run.segment, source);
     let mut out = Vec::with_capacity(listed.len());
     let mut seq = run.first.first_seq;
     for (addr, h) in listed {

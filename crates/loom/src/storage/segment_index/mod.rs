@@ -414,21 +414,15 @@ fn decode_flat(bytes: &[u8], segment: u64, source: u64) -> FlatSummaries {
     out
 }
 
-/// The chunk entries of source `source` in segment `segment`'s index file
+/// The chunk entries of source `source` in a segment index file's bytes
 /// (its valid prefix), in file order, without their summaries: what paging
 /// a source's directory entries back in needs (`index/directory.rs`).
 /// Other sources' entries are checked but not decoded.
-pub(crate) fn read_chunk_entries(
-    dir: &Path,
+pub(crate) fn decode_chunk_entries(
+    bytes: &[u8],
     segment: u64,
     source: u64,
-) -> Result<Vec<(u64, ChunkHeader)>> {
-    let p = path(dir, segment);
-    let bytes = fs::read(&p).map_err(|e| Error::io(&p, e))?;
-    Ok(decode_chunk_entries(&bytes, segment, source))
-}
-
-fn decode_chunk_entries(bytes: &[u8], segment: u64, source: u64) -> Vec<(u64, ChunkHeader)> {
+) -> Vec<(u64, ChunkHeader)> {
     let mut out = Vec::new();
     walk(bytes, segment, |payload| {
         let mut c = Cursor { b: payload, pos: 0 };
