@@ -3,8 +3,8 @@
 # a duration index), reopened alternately with that budget and with one that holds every
 # summary (what a reopen did before paging), side by side: open time, RSS after open,
 # index memory, and a P1-style question (max and p99.99 of one source) over old data
-# whose summaries are paged out, first read (summaries loaded from the segment index
-# files) and then cached. Included by the root Makefile.
+# whose summaries and time-index (directory) entries are paged out, first read (loaded
+# from the segment index files) and then cached. Included by the root Makefile.
 #
 #   make index-paging [INDEX_PAGING_RECORDS=150000000] [INDEX_PAGING_BUDGET=8388608]
 #

@@ -77,7 +77,8 @@ impl Progress {
 }
 
 /// Prints `Memory: index held H bytes (summaries of recent data S, paged
-/// back in C in P pages, time index D), summary pages read L` after each
+/// back in C in P pages, time index D, time index paged back in E in R
+/// reads), summary pages read L` after each
 /// progress line: the engine's index memory, the part of loom-app's memory
 /// that grows with the store when anything does (bounded by
 /// `--index-cache-bytes` and retention), so a long run's RSS can be told
@@ -85,12 +86,14 @@ impl Progress {
 pub fn print_memory(reader: &loom::Reader) {
     let m = reader.snapshot().index_memory();
     println!(
-        "Memory: index held {} bytes (summaries of recent data {}, paged back in {} in {} pages, time index {}), summary pages read {}",
+        "Memory: index held {} bytes (summaries of recent data {}, paged back in {} in {} pages, time index {}, time index paged back in {} in {} reads), summary pages read {}",
         m.held_bytes(),
         m.summaries_bytes,
         m.cache_bytes,
         m.cache_pages,
         m.directory_bytes,
+        m.directory_cache_bytes,
+        m.directory_page_loads,
         m.page_loads
     );
 }

@@ -248,13 +248,15 @@ fn ask_at_end(cli: &Cli, reader: &Reader, ablation: &[Query], end: IngestEnd, no
 fn print_index_memory(reader: &loom::Reader, budget: usize) {
     let m = reader.snapshot().index_memory();
     println!(
-        "Final index: memory held {} bytes, summaries at most {budget} (--index-cache-bytes) (summaries of recent data {}, summaries paged back in {} in {} pages (a source in a segment) of a cache budget {}, time index {}), summary pages read {}",
+        "Final index: memory held {} bytes, summaries at most {budget} (--index-cache-bytes) (summaries of recent data {}, summaries paged back in {} in {} pages (a source in a segment) of a cache budget {}, time index {}, time index paged back in {}, time index pages read {}), summary pages read {}",
         m.held_bytes(),
         m.summaries_bytes,
         m.cache_bytes,
         m.cache_pages,
         m.cache_budget,
         m.directory_bytes,
+        m.directory_cache_bytes,
+        m.directory_page_loads,
         m.page_loads
     );
 }

@@ -163,12 +163,13 @@ pub fn describe(dir: &Path) -> anyhow::Result<String> {
     let m = snap.index_memory();
     writeln!(
         out,
-        "index memory: {:.1} MB held (summaries of recent data {:.1} MB, paged back in {:.1} MB of a {:.1} MB cache, time index {:.1} MB); summaries of older segments stay in their index files",
+        "index memory: {:.1} MB held (summaries of recent data {:.1} MB, time index {:.1} MB, paged back in {:.1} MB of summaries and {:.1} MB of time index of a {:.1} MB cache); summaries and time index of older segments stay in their index files",
         m.held_bytes() as f64 / 1e6,
         m.summaries_bytes as f64 / 1e6,
+        m.directory_bytes as f64 / 1e6,
         m.cache_bytes as f64 / 1e6,
-        m.cache_budget as f64 / 1e6,
-        m.directory_bytes as f64 / 1e6
+        m.directory_cache_bytes as f64 / 1e6,
+        m.cache_budget as f64 / 1e6
     )?;
     Ok(out)
 }

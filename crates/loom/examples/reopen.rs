@@ -171,14 +171,16 @@ fn rss_mb() -> f64 {
 fn index_line(r: &loom::Reader) -> String {
     let m = r.snapshot().index_memory();
     format!(
-        "index memory {:.1} MB (summaries {:.1} MB, cache {:.1} MB in {} pages of budget {:.1} MB, directory {:.1} MB; {} page loads)",
+        "index memory {:.1} MB (summaries {:.1} MB, cache {:.1} MB in {} pages of budget {:.1} MB, directory {:.1} MB + {:.1} MB paged back in; {} summary page loads, {} directory page loads)",
         m.held_bytes() as f64 / 1e6,
         m.summaries_bytes as f64 / 1e6,
         m.cache_bytes as f64 / 1e6,
         m.cache_pages,
         m.cache_budget as f64 / 1e6,
         m.directory_bytes as f64 / 1e6,
-        m.page_loads
+        m.directory_cache_bytes as f64 / 1e6,
+        m.page_loads,
+        m.directory_page_loads
     )
 }
 

@@ -113,15 +113,25 @@ pub struct IndexMemory {
     pub cache_budget: usize,
     /// Pages read from index files so far (cache misses).
     pub page_loads: u64,
-    /// Bytes of time-index (directory) entries in memory: one per
-    /// retained chunk, never paged.
+    /// Bytes of time-index (directory) entries the writer holds in
+    /// memory: one per chunk of the recent segments, and a run per source
+    /// and older segment whose entries are paged out (past an eighth of
+    /// `Config::index_cache_bytes`).
     pub directory_bytes: usize,
+    /// Bytes of directory entries read back from segment index files and
+    /// cached (in the same cache and budget as the summaries:
+    /// `cache_bytes + directory_cache_bytes <= cache_budget`, plus the
+    /// page a query is reading).
+    pub directory_cache_bytes: usize,
+    /// Directory pages (one source's entries of one segment) read from
+    /// index files so far.
+    pub directory_page_loads: u64,
 }
 
 impl IndexMemory {
     /// Everything above together: the index memory the store holds.
     pub fn held_bytes(&self) -> usize {
-        self.summaries_bytes + self.cache_bytes + self.directory_bytes
+        self.summaries_bytes + self.cache_bytes + self.directory_bytes + self.directory_cache_bytes
     }
 }
 
@@ -167,7 +177,7 @@ impl Snapshot {
     ) -> Option<impl Iterator<Item = BinSummary> + '_> {
         let idx = *self.p.ids.get(&sv.id)?;
         self.ix.summaries((idx, sv.id.0), chunk_no, || {
-            sv.dir.chunks.get(chunk_no).map(|c| c.addr)
+            sv.dir.get(chunk_no).ok().flatten().map(|c| c.addr)
         })
     }
 
@@ -233,7 +243,9 @@ impl Snapshot {
     /// Time span `(first, last)` of a source's retained records, `None` if it has none.
     pub fn time_span(&self, id: SourceId) -> Option<(u64, u64)> {
         let sv = self.view(id).ok()?;
-        let first = match sv.dir.chunks.get(sv.dir.start) {
+        // The first retained chunk is a paged-out run's first (held) or
+        // in memory: nothing is paged in.
+        let first = match sv.dir.get(sv.dir.start).ok().flatten() {
             Some(c) => c.first_ts,
             None if sv.tail_count > 0 => sv.tail_first_ts,
             None => return None,
@@ -249,7 +261,7 @@ impl Snapshot {
         let idx = *self.p.ids.get(&id)?;
         let (spans, bins) = self.ix.held(idx).unwrap_or((0, 0));
         Some(IndexHeld {
-            chunks: sv.dir.chunks.len() - sv.dir.chunks.first(),
+            chunks: sv.dir.held_entries(),
             summarised_chunks: spans,
             bin_summaries: bins,
         })
@@ -260,13 +272,7 @@ impl Snapshot {
     /// Walks the sources once.
     pub fn index_memory(&self) -> IndexMemory {
         let pages = self.ix.pages.as_ref().map(|p| (p.stats(), p.budget()));
-        let entry = std::mem::size_of::<crate::index::directory::ChunkEntry>();
-        let directory_bytes = self
-            .p
-            .sources
-            .iter()
-            .map(|s| (s.dir.chunks.len() - s.dir.chunks.first()) * entry)
-            .sum();
+        let directory_bytes = self.p.sources.iter().map(|s| s.dir.held_bytes()).sum();
         IndexMemory {
             summaries_bytes: self.ix.held_bytes,
             cache_bytes: pages.map_or(0, |(s, _)| s.bytes),
@@ -274,6 +280,8 @@ impl Snapshot {
             cache_budget: pages.map_or(0, |(_, b)| b),
             page_loads: pages.map_or(0, |(s, _)| s.loads),
             directory_bytes,
+            directory_cache_bytes: pages.map_or(0, |(s, _)| s.chunk_bytes),
+            directory_page_loads: pages.map_or(0, |(s, _)| s.chunk_loads),
         }
     }
 
@@ -283,9 +291,14 @@ impl Snapshot {
     pub fn storage_use(&self, id: SourceId) -> Option<StorageUse> {
         let sv = self.view(id).ok()?;
         let mut u = StorageUse::default();
-        for i in sv.dir.start..sv.dir.chunks.len() {
-            let Some(c) = sv.dir.chunks.get(i) else {
-                continue;
+        for i in sv.dir.start..sv.dir.len() {
+            let c = match sv.dir.get(i) {
+                Ok(Some(c)) => c,
+                Ok(None) => continue,
+                Err(e) => {
+                    log::error!("storage use of source {id}: {e}");
+                    return None;
+                }
             };
             let len = match c.len {
                 // Recovered from a version-1 index file, which has no lengths.
@@ -306,8 +319,9 @@ impl Snapshot {
         let Ok(sv) = self.view(id) else { return 0 };
         let dropped = sv
             .dir
-            .chunks
             .get(sv.dir.start)
+            .ok()
+            .flatten()
             .map_or(sv.records - u64::from(sv.tail_count), |c| c.first_seq);
         sv.records - dropped
     }

@@ -1,5 +1,6 @@
 //! A reader thread queries while the writer ingests: every answer equals
-//! brute force over some synced prefix of the pushed records.
+//! brute force over some synced prefix of the pushed records, also while
+//! the writer pages out the directory entries of older segments under it.
 
 mod common;
 
@@ -11,8 +12,31 @@ use loom::{IndexMode, SourceId};
 
 #[test]
 fn reader_answers_match_a_synced_prefix() -> Result<(), Box<dyn std::error::Error>> {
+    answers_match_a_synced_prefix(small_config()).map(|_| ())
+}
+
+#[test]
+fn reader_answers_match_a_synced_prefix_while_the_directory_is_paged_out(
+) -> Result<(), Box<dyn std::error::Error>> {
+    // A budget so small that the entries of every complete segment are
+    // paged out (its eighth: about a dozen entries) and read back.
+    let cfg = loom::Config {
+        index_cache_bytes: 4096,
+        ..small_config()
+    };
+    let (loads, held) = answers_match_a_synced_prefix(cfg)?;
+    assert!(loads > 0, "the reader read entries back");
+    assert!(held < 64 << 10, "{held} bytes of directory held");
+    Ok(())
+}
+
+/// Returns the directory pages the reader read and the directory bytes
+/// held at the end.
+fn answers_match_a_synced_prefix(
+    cfg: loom::Config,
+) -> Result<(u64, usize), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
-    let (mut w, r) = loom::open(dir.path(), small_config())?;
+    let (mut w, r) = loom::open(dir.path(), cfg)?;
     let ids = [SourceId(1), SourceId(2)];
     let hs = [
         w.declare_source(ids[0], Some(spec()))?,
@@ -93,6 +117,7 @@ fn reader_answers_match_a_synced_prefix() -> Result<(), Box<dyn std::error::Erro
         checked += 1;
     }
     assert!(checked > 10);
+    let m = w.reader().snapshot().index_memory();
     w.close()?;
-    Ok(())
+    Ok((m.directory_page_loads, m.directory_bytes))
 }

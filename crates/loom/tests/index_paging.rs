@@ -151,3 +151,144 @@ fn check_retained_suffix(
     }
     Ok(())
 }
+
+/// Directory (time-index) memory a paged store may hold: an eighth of the
+/// budget for recent entries, a run per source and older segment, and the
+/// entries of the few segments whose index file is not complete yet (a
+/// small-config segment holds about 64 chunks of 40 bytes).
+fn directory_bound(sources: usize, segments: usize) -> usize {
+    TINY_INDEX_BUDGET / 8 + sources * segments * 128 + 4 * 64 * 40
+}
+
+/// Point lookups by record number, every `step`-th record of each source.
+fn check_lookups(
+    r: &loom::Reader,
+    model: &Model,
+    step: usize,
+) -> Result<(), Box<dyn std::error::Error>> {
+    for id in [SourceId(1), SourceId(2)] {
+        let mine: Vec<_> = model.records.iter().filter(|x| x.0 == id).collect();
+        for (seq, (_, t, b)) in mine.iter().enumerate().step_by(step) {
+            let got = r.get(loom::RecordAddress {
+                source: id,
+                seq: seq as u64,
+            })?;
+            assert_eq!(got, Some((*t, b.clone())), "record {seq} of {id:?}");
+        }
+        let past = r.get(loom::RecordAddress {
+            source: id,
+            seq: mine.len() as u64,
+        })?;
+        assert_eq!(past, None);
+    }
+    Ok(())
+}
+
+fn segments_of(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir).map_or(0, |d| {
+        d.flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
+            .count()
+    })
+}
+
+#[test]
+fn paged_directory_answers_exactly_within_budget_and_reopens_without_paging_in(
+) -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let cfg = Config {
+        index_cache_bytes: TINY_INDEX_BUDGET,
+        ..small_config()
+    };
+    let mut model = Model::default();
+    let mut w = fill(dir.path(), cfg.clone(), 0, 300_000, &mut model)?;
+    w.persist()?;
+    w.wait_for_index()?;
+    let segments = segments_of(dir.path());
+    // Everything in memory (default budget): what the paged store must
+    // answer the same as, and how large its directory is.
+    let full = loom::open_read_only(dir.path())?;
+    let all = full.snapshot().index_memory();
+    assert_eq!(all.directory_page_loads, 0, "{all:?}");
+    eprintln!(
+        "{segments} segments; directory of the store {} bytes; paged bound {}",
+        all.directory_bytes,
+        directory_bound(2, segments)
+    );
+    assert!(
+        all.directory_bytes > 3 * directory_bound(2, segments),
+        "{} bytes of directory: too few to exceed the bound {} several times",
+        all.directory_bytes,
+        directory_bound(2, segments)
+    );
+
+    // The writer paged out what completed as it wrote.
+    let r = w.reader();
+    let m = r.snapshot().index_memory();
+    assert!(m.directory_bytes <= directory_bound(2, segments), "{m:?}");
+    check_answers(&r, &model)?;
+    check_lookups(&r, &model, 97)?;
+    let m = r.snapshot().index_memory();
+    assert!(
+        m.directory_page_loads > 0,
+        "queries read entries back: {m:?}"
+    );
+    assert!(m.directory_bytes <= directory_bound(2, segments), "{m:?}");
+    assert!(
+        m.cache_bytes + m.directory_cache_bytes <= TINY_INDEX_BUDGET + (64 << 10),
+        "paged-in summaries and entries share the budget (plus the page being read): {m:?}"
+    );
+    w.close()?;
+
+    // The store as closed, every entry in memory: what the paged reopen
+    // must answer the same as.
+    let full = loom::open_read_only(dir.path())?;
+    // A reopen pages nothing in until asked, not even for the questions
+    // answered from the runs alone.
+    let (w, r) = loom::open(dir.path(), cfg.clone())?;
+    let snap = r.snapshot();
+    let fsnap = full.snapshot();
+    for id in [SourceId(1), SourceId(2)] {
+        assert_eq!(snap.time_span(id), fsnap.time_span(id));
+        assert_eq!(snap.retained_count(id), fsnap.retained_count(id));
+        assert_eq!(snap.record_count(id), fsnap.record_count(id));
+        assert_eq!(
+            snap.count_log(id, 0, u64::MAX),
+            fsnap.count_log(id, 0, u64::MAX)
+        );
+    }
+    let m = snap.index_memory();
+    assert_eq!(m.directory_page_loads, 0, "{m:?}");
+    assert_eq!(m.page_loads, 0, "{m:?}");
+    assert!(m.directory_bytes <= directory_bound(2, segments), "{m:?}");
+    assert!(
+        m.directory_bytes * 3 < all.directory_bytes,
+        "the reopen left older entries in their files: {m:?}"
+    );
+
+    // Then every question pages in what it needs and answers exactly.
+    check_answers(&r, &model)?;
+    check_lookups(&r, &model, 89)?;
+    let snap = r.snapshot();
+    for id in [SourceId(1), SourceId(2)] {
+        assert_eq!(snap.storage_use(id), fsnap.storage_use(id));
+        let end = snap.log_end();
+        for cut in [end / 5, end / 2] {
+            assert_eq!(snap.count_log(id, cut, end), fsnap.count_log(id, cut, end));
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            snap.scan_log(id, cut, end, |t, x| a.push((t, x.to_vec())))?;
+            fsnap.scan_log(id, cut, end, |t, x| b.push((t, x.to_vec())))?;
+            assert_eq!(a, b);
+        }
+    }
+    let m = snap.index_memory();
+    assert!(m.directory_page_loads > 0, "{m:?}");
+    assert!(m.directory_bytes <= directory_bound(2, segments), "{m:?}");
+    assert!(
+        m.held_bytes()
+            <= TINY_INDEX_BUDGET + directory_bound(2, segments) + paged_bound(2) + (64 << 10),
+        "index memory within the budget plus the recent parts: {m:?}"
+    );
+    w.close()?;
+    Ok(())
+}

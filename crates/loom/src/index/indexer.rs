@@ -168,6 +168,14 @@ impl Indexer {
     }
 }
 
+/// Tells the writer (through the cache) which index files are complete:
+/// it may page out their directory entries.
+fn note_complete(s: &IndexFiles, pages: &SummaryPages) {
+    if let Some(c) = s.complete_upto {
+        pages.note_complete(c);
+    }
+}
+
 /// The indexer's side of the segment index files.
 struct IndexFiles {
     cfg: SegmentIndexing,
@@ -325,6 +333,7 @@ impl Worker {
                 Err(RecvTimeoutError::Timeout) => {
                     if let Some(s) = self.segs.as_mut() {
                         s.finish_durable(&self.files);
+                        note_complete(s, &self.pages);
                     }
                     continue;
                 }
@@ -349,6 +358,7 @@ impl Worker {
             if let Some(s) = self.segs.as_mut() {
                 s.flush();
                 s.finish_durable(&self.files);
+                note_complete(s, &self.pages);
             }
             self.page_out();
             let mut held_bytes = 0;

@@ -10,13 +10,19 @@
 //! (a broken or missing file) reads as "not summarised", and the query
 //! scans that chunk instead, so answers stay exact whatever is paged out.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
 use crate::bin_summary::BinSummary;
+use crate::error::{Error, Result};
+use crate::index::directory::{ChunkEntry, PagedRun, ENTRY_BYTES};
 use crate::storage::segment_index;
+use crate::storage::segments::DROPPED_GRACE;
 
 /// Bytes one summary takes in memory.
 pub(crate) const SUMMARY_BYTES: usize = std::mem::size_of::<BinSummary>();
@@ -86,26 +92,74 @@ impl Iterator for PagedBins {
 /// A page: (segment, source id).
 type Page = (u64, u64);
 
+/// What a page of the cache holds: one source's summaries or directory
+/// entries of one segment. Both share one budget.
+#[derive(Clone)]
+enum Cached {
+    Summaries(Arc<SegmentSummaries>),
+    Chunks(Arc<Vec<ChunkEntry>>),
+}
+
+impl Cached {
+    fn bytes(&self) -> usize {
+        match self {
+            Cached::Summaries(s) => s.bytes(),
+            Cached::Chunks(c) => c.capacity() * ENTRY_BYTES + 64,
+        }
+    }
+
+    fn is_chunks(&self) -> bool {
+        matches!(self, Cached::Chunks(_))
+    }
+}
+
+/// A page's key: which page and whether it holds directory entries.
+type Key = (Page, bool);
+
 #[derive(Default)]
 struct Lru {
-    segs: HashMap<Page, (Arc<SegmentSummaries>, u64)>,
+    segs: HashMap<Key, (Cached, u64)>,
     bytes: usize,
+    /// Of `bytes`, those of directory entries.
+    chunk_bytes: usize,
     tick: u64,
     /// Segments below this were dropped by retention: never loaded again.
     floor: u64,
+}
+
+impl Lru {
+    fn add(&mut self, c: &Cached) {
+        self.bytes += c.bytes();
+        if c.is_chunks() {
+            self.chunk_bytes += c.bytes();
+        }
+    }
+
+    fn sub(&mut self, c: &Cached) {
+        self.bytes -= c.bytes();
+        if c.is_chunks() {
+            self.chunk_bytes -= c.bytes();
+        }
+    }
 }
 
 /// What the cache of paged summaries holds and did (see
 /// [`IndexMemory`](crate::snapshot::IndexMemory)).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct PagesStats {
+    /// Bytes of summaries cached.
     pub bytes: usize,
-    /// Pages held: (segment, source) pairs.
+    /// Summary pages held: (segment, source) pairs.
     pub pages: usize,
     pub loads: u64,
+    /// Bytes of directory entries cached.
+    pub chunk_bytes: usize,
+    /// Directory pages read from index files so far.
+    pub chunk_loads: u64,
 }
 
-/// The cache of paged summaries, shared by the indexer and every snapshot.
+/// The cache of paged summaries and directory entries, shared by the
+/// writer, the indexer and every snapshot.
 pub(crate) struct SummaryPages {
     dir: PathBuf,
     segment_size: u64,
@@ -114,8 +168,20 @@ pub(crate) struct SummaryPages {
     /// Bytes of recent summaries the indexer holds (it tells after each
     /// batch): the cache may use what they leave, and at least half.
     recent: AtomicUsize,
+    /// Bytes of directory entries (and runs) the writer holds in memory
+    /// (it tells when it pages out): counted with `recent`.
+    recent_dir: AtomicUsize,
+    /// One past the newest segment whose index file got its footer in this
+    /// run (0: none yet); footers are written in order.
+    complete_below: AtomicU64,
     lru: Mutex<Lru>,
     loads: AtomicU64,
+    chunk_loads: AtomicU64,
+    /// Index files of segments retention dropped, kept open for
+    /// `DROPPED_GRACE` as their data files are (`SegmentFiles::retire`):
+    /// a query on a snapshot taken before the drop may still page their
+    /// directory entries in.
+    retired: Mutex<VecDeque<(u64, Arc<File>, Instant)>>,
 }
 
 impl SummaryPages {
@@ -125,8 +191,50 @@ impl SummaryPages {
             segment_size: segment_size.max(1),
             total,
             recent: AtomicUsize::new(0),
+            recent_dir: AtomicUsize::new(0),
+            complete_below: AtomicU64::new(0),
             lru: Mutex::new(Lru::default()),
             loads: AtomicU64::new(0),
+            chunk_loads: AtomicU64::new(0),
+            retired: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    /// Retention is about to remove segment `segment`'s index file: keep
+    /// it open (unlinked, as its data file) for `DROPPED_GRACE`.
+    pub(crate) fn retire_index(&self, segment: u64) {
+        let file = File::open(segment_index::path(&self.dir, segment));
+        let mut retired = self.retired.lock().unwrap_or_else(|p| p.into_inner());
+        retired.retain(|(_, _, at)| at.elapsed() < DROPPED_GRACE);
+        if let Ok(f) = file {
+            retired.push_back((segment, Arc::new(f), Instant::now()));
+        }
+    }
+
+    /// Segment `segment`'s index file's bytes: from the file, or from the
+    /// handle kept when retention dropped it.
+    fn index_bytes(&self, segment: u64) -> Result<Vec<u8>> {
+        let p = segment_index::path(&self.dir, segment);
+        match std::fs::read(&p) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let kept = {
+                    let retired = self.retired.lock().unwrap_or_else(|p| p.into_inner());
+                    retired
+                        .iter()
+                        .find(|(s, _, at)| *s == segment && at.elapsed() < DROPPED_GRACE)
+                        .map(|(_, f, _)| Arc::clone(f))
+                };
+                let Some(f) = kept else {
+                    return Err(Error::io(&p, e));
+                };
+                let mut bytes = Vec::new();
+                (&*f)
+                    .seek(SeekFrom::Start(0))
+                    .and_then(|_| (&*f).read_to_end(&mut bytes))
+                    .map_err(|e| Error::io(&p, e))?;
+                Ok(bytes)
+            }
+            r => r.map_err(|e| Error::io(&p, e)),
         }
     }
 
@@ -142,7 +250,16 @@ impl SummaryPages {
     /// `None` when the file does not hold them.
     pub(crate) fn get(&self, source: u64, addr: u64) -> Option<PagedBins> {
         let segment = addr / self.segment_size;
-        let seg = self.page((segment, source))?;
+        let page = (segment, source);
+        let loaded = self.page((page, false), || {
+            self.loads.fetch_add(1, Ordering::Relaxed);
+            Ok(Cached::Summaries(Arc::new(SegmentSummaries::read(
+                &self.dir, page,
+            ))))
+        });
+        let Ok(Some(Cached::Summaries(seg))) = loaded else {
+            return None;
+        };
         let (start, len) = seg.find(addr)?;
         Some(PagedBins {
             seg,
@@ -151,36 +268,70 @@ impl SummaryPages {
         })
     }
 
-    fn page(&self, page: Page) -> Option<Arc<SegmentSummaries>> {
-        let segment = page.0;
+    /// The directory entries of source `source`'s paged-out `run`, from
+    /// its segment's index file (or the cache), `first_seq` rebuilt from
+    /// the run's. Fails when the file cannot be read or no longer lists
+    /// exactly the run's chunks.
+    pub(crate) fn chunk_entries(
+        &self,
+        source: u64,
+        run: &PagedRun,
+    ) -> Result<Arc<Vec<ChunkEntry>>> {
+        let page = (run.segment, source);
+        let loaded = self.page((page, true), || {
+            self.chunk_loads.fetch_add(1, Ordering::Relaxed);
+            read_entries(self, source, run).map(|v| Cached::Chunks(Arc::new(v)))
+        })?;
+        match loaded {
+            Some(Cached::Chunks(c)) if c.len() == run.chunks => Ok(c),
+            _ => Err(Error::corrupted(
+                run.first.addr,
+                format!(
+                    "the directory entries of source {source} in segment {} were dropped by retention",
+                    run.segment
+                ),
+            )),
+        }
+    }
+
+    /// The page `key` from the cache, else loaded by `load` (outside the
+    /// lock) and cached, evicting the least recently used pages down to
+    /// the budget; `None` below the retention floor.
+    fn page(&self, key: Key, load: impl FnOnce() -> Result<Cached>) -> Result<Option<Cached>> {
+        let segment = key.0 .0;
         {
             let mut lru = self.lock();
             if segment < lru.floor {
-                return None;
+                // Retention dropped the segment. Summaries read as absent
+                // (the chunk is scanned, from the segment file kept open
+                // for older snapshots); directory entries are still needed
+                // to find those chunks, and the index file stays on disk
+                // for the same grace (`Writer::retire_index`): read it
+                // without caching.
+                drop(lru);
+                return if key.1 { load().map(Some) } else { Ok(None) };
             }
             lru.tick += 1;
             let tick = lru.tick;
-            if let Some((s, used)) = lru.segs.get_mut(&page) {
+            if let Some((s, used)) = lru.segs.get_mut(&key) {
                 *used = tick;
-                return Some(Arc::clone(s));
+                return Ok(Some(s.clone()));
             }
         }
         // Read outside the lock: other queries go on meanwhile (two that
         // miss the same page at once both read it; the second insert
         // replaces the first).
-        let loaded = Arc::new(SegmentSummaries::read(&self.dir, page));
-        self.loads.fetch_add(1, Ordering::Relaxed);
+        let loaded = load()?;
         let mut lru = self.lock();
         if segment < lru.floor {
-            return Some(loaded);
+            return Ok(Some(loaded));
         }
         lru.tick += 1;
         let tick = lru.tick;
-        let bytes = loaded.bytes();
-        if let Some((old, _)) = lru.segs.insert(page, (Arc::clone(&loaded), tick)) {
-            lru.bytes -= old.bytes();
+        if let Some((old, _)) = lru.segs.insert(key, (loaded.clone(), tick)) {
+            lru.sub(&old);
         }
-        lru.bytes += bytes;
+        lru.add(&loaded);
         // Evict the least recently used pages down to the budget; the one
         // just loaded stays even when it alone is larger.
         let budget = self.budget();
@@ -188,16 +339,16 @@ impl SummaryPages {
             let Some((&victim, _)) = lru
                 .segs
                 .iter()
-                .filter(|(p, _)| **p != page)
+                .filter(|(p, _)| **p != key)
                 .min_by_key(|(_, (_, used))| *used)
             else {
                 break;
             };
             if let Some((old, _)) = lru.segs.remove(&victim) {
-                lru.bytes -= old.bytes();
+                lru.sub(&old);
             }
         }
-        Some(loaded)
+        Ok(Some(loaded))
     }
 
     /// Drops the cached summaries of segments below `segment` (retention
@@ -206,10 +357,15 @@ impl SummaryPages {
         let mut lru = self.lock();
         lru.floor = lru.floor.max(segment);
         let floor = lru.floor;
-        let gone: Vec<Page> = lru.segs.keys().copied().filter(|p| p.0 < floor).collect();
+        let gone: Vec<Key> = lru
+            .segs
+            .keys()
+            .copied()
+            .filter(|p| p.0 .0 < floor)
+            .collect();
         for s in gone {
             if let Some((old, _)) = lru.segs.remove(&s) {
-                lru.bytes -= old.bytes();
+                lru.sub(&old);
             }
         }
     }
@@ -218,8 +374,31 @@ impl SummaryPages {
     /// the total, and at least half of it (the recent ones may pass their
     /// half by the segment being written).
     pub(crate) fn budget(&self) -> usize {
-        let recent = self.recent.load(Ordering::Relaxed);
+        let recent = self.recent.load(Ordering::Relaxed) + self.recent_dir.load(Ordering::Relaxed);
         self.total - recent.min(self.total / 2)
+    }
+
+    /// The writer holds `bytes` of directory entries in memory.
+    pub(crate) fn set_recent_directory(&self, bytes: usize) {
+        self.recent_dir.store(bytes, Ordering::Relaxed);
+    }
+
+    /// Bytes of directory entries the writer may hold in memory before it
+    /// pages out the oldest complete segments': an eighth of
+    /// `Config::index_cache_bytes`.
+    pub(crate) fn directory_keep(&self) -> usize {
+        self.total / 8
+    }
+
+    /// Segment `segment`'s index file got its footer.
+    pub(crate) fn note_complete(&self, segment: u64) {
+        self.complete_below
+            .fetch_max(segment + 1, Ordering::Release);
+    }
+
+    /// Segments below this got their index file's footer in this run.
+    pub(crate) fn complete_below(&self) -> u64 {
+        self.complete_below.load(Ordering::Acquire)
     }
 
     /// The indexer holds `bytes` of recent summaries.
@@ -230,9 +409,47 @@ impl SummaryPages {
     pub(crate) fn stats(&self) -> PagesStats {
         let lru = self.lock();
         PagesStats {
-            bytes: lru.bytes,
-            pages: lru.segs.len(),
+            bytes: lru.bytes - lru.chunk_bytes,
+            pages: lru.segs.keys().filter(|k| !k.1).count(),
             loads: self.loads.load(Ordering::Relaxed),
+            chunk_bytes: lru.chunk_bytes,
+            chunk_loads: self.chunk_loads.load(Ordering::Relaxed),
         }
     }
+}
+
+/// Source `source`'s entries of `run` from the run's segment index file,
+/// checked against the run (count, first entry, last address, records).
+fn read_entries(pages: &SummaryPages, source: u64, run: &PagedRun) -> Result<Vec<ChunkEntry>> {
+    let dir = &pages.dir;
+    let bytes = pages.index_bytes(run.segment)?;
+    let listed = segment_index::decode_chunk_entries(&bytes, run.segment, source);
+    let mut out = Vec::with_capacity(listed.len());
+    let mut seq = run.first.first_seq;
+    for (addr, h) in listed {
+        out.push(ChunkEntry {
+            addr,
+            first_ts: h.first_ts,
+            last_ts: h.last_ts,
+            first_seq: seq,
+            count: h.count,
+            len: h.len,
+        });
+        seq += u64::from(h.count);
+    }
+    let matches = out.len() == run.chunks
+        && out.first() == Some(&run.first)
+        && out.last().map(|c| c.addr) == Some(run.last_addr)
+        && seq == run.first.first_seq + run.records;
+    if !matches {
+        return Err(Error::corrupted(
+            run.first.addr,
+            format!(
+                "segment index file {} no longer lists the {} chunks of source {source} the directory paged out",
+                segment_index::path(dir, run.segment).display(),
+                run.chunks
+            ),
+        ));
+    }
+    Ok(out)
 }

@@ -35,16 +35,16 @@ impl Snapshot {
     /// The chunk before the one at `addr`: its `prev` link, unless recovery
     /// found that chunk missing (skipped as corrupt), in which case the walk
     /// goes on from the newest chunk of the source that is still there.
-    fn prev_present(&self, sv: &crate::snapshot::SourceView, addr: u64, prev: u64) -> u64 {
+    fn prev_present(&self, sv: &crate::snapshot::SourceView, addr: u64, prev: u64) -> Result<u64> {
         if prev == NO_CHUNK {
-            return NO_CHUNK;
+            return Ok(NO_CHUNK);
         }
-        let i = sv.dir.chunks.partition_point(|c| c.addr < addr);
+        let i = sv.dir.at_or_after(addr)?;
         // Normally the directory's previous chunk is `prev` itself.
-        match i.checked_sub(1).and_then(|j| sv.dir.chunks.get(j)) {
-            Some(c) => c.addr,
+        Ok(match i.checked_sub(1) {
+            Some(j) => sv.dir.get(j)?.map_or(NO_CHUNK, |c| c.addr),
             None => NO_CHUNK,
-        }
+        })
     }
 
     /// Counts records with timestamp in `[t0, t1]` and indexed value in
@@ -80,19 +80,19 @@ impl Snapshot {
                     if h.first_ts < t0 {
                         break;
                     }
-                    addr = self.prev_present(sv, addr, h.prev);
+                    addr = self.prev_present(sv, addr, h.prev)?;
                 }
             }
             IndexMode::TimeOnly => {
-                for i in sv.dir.overlapping(t0, t1) {
-                    let Some(c) = sv.dir.chunks.get(i) else { break };
+                for i in sv.dir.overlapping(t0, t1)? {
+                    let Some(c) = sv.dir.get(i)? else { break };
                     r.chunks_read += 1;
                     self.each_in_chunk(c.addr, t0, t1, &mut visit)?;
                 }
             }
             IndexMode::RangeOnly => {
-                for i in (sv.dir.start..sv.dir.chunks.len()).rev() {
-                    let Some(c) = sv.dir.chunks.get(i) else { break };
+                for i in (sv.dir.start..sv.dir.len()).rev() {
+                    let Some(c) = sv.dir.get(i)? else { break };
                     if c.last_ts < t0 {
                         break;
                     }
@@ -104,8 +104,8 @@ impl Snapshot {
                 }
             }
             IndexMode::TimeRange => {
-                for i in sv.dir.overlapping(t0, t1) {
-                    let Some(c) = sv.dir.chunks.get(i) else { break };
+                for i in sv.dir.overlapping(t0, t1)? {
+                    let Some(c) = sv.dir.get(i)? else { break };
                     r.summaries_checked += 1;
                     if self.may_hold(sv, i, lo, hi) {
                         r.chunks_read += 1;

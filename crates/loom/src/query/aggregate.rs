@@ -56,8 +56,8 @@ impl Snapshot {
         if t0 > t1 {
             return Ok(agg);
         }
-        for i in sv.dir.overlapping(t0, t1) {
-            let Some(c) = sv.dir.chunks.get(i) else { break };
+        for i in sv.dir.overlapping(t0, t1)? {
+            let Some(c) = sv.dir.get(i)? else { break };
             let summaries = self.covered_summaries(sv, i, &c, (t0, t1));
             match summaries {
                 Some(bins) => {
@@ -83,8 +83,8 @@ impl Snapshot {
         if t0 > t1 {
             return Ok(0);
         }
-        for i in sv.dir.overlapping(t0, t1) {
-            let Some(c) = sv.dir.chunks.get(i) else { break };
+        for i in sv.dir.overlapping(t0, t1)? {
+            let Some(c) = sv.dir.get(i)? else { break };
             if c.first_ts >= t0 && c.last_ts <= t1 {
                 n += u64::from(c.count);
             } else {

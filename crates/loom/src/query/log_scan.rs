@@ -48,8 +48,8 @@ impl Snapshot {
         let sv = self.view(id)?;
         let mut st = ScanStats::default();
         let mut n = 0u64;
-        for i in self.log_chunks(id, from, to) {
-            let Some(c) = sv.dir.chunks.get(i) else { break };
+        for i in self.log_chunks(id, from, to)? {
+            let Some(c) = sv.dir.get(i)? else { break };
             st.chunks_read += 1;
             self.each_in_chunk(c.addr, 0, u64::MAX, |ts, bytes| {
                 n += 1;
@@ -84,22 +84,28 @@ impl Snapshot {
     /// unknown source.
     pub fn count_log(&self, id: SourceId, from: u64, to: u64) -> u64 {
         let Ok(sv) = self.view(id) else { return 0 };
-        self.log_chunks(id, from, to)
-            .filter_map(|i| sv.dir.chunks.get(i))
-            .map(|c| u64::from(c.count))
-            .sum()
+        match self
+            .log_chunks(id, from, to)
+            .and_then(|chunks| sv.dir.records_in(chunks))
+        {
+            Ok(n) => n,
+            Err(e) => {
+                // Only a paged-out directory can fail (its index file gone
+                // or changed): the file's records are not there to count.
+                log::error!("counting records of source {id}: {e}");
+                0
+            }
+        }
     }
 
     /// Chunk numbers of a source's retained chunks with address in `[from, to)`.
-    fn log_chunks(&self, id: SourceId, from: u64, to: u64) -> std::ops::Range<usize> {
-        let Ok(sv) = self.view(id) else { return 0..0 };
-        let start = sv
-            .dir
-            .chunks
-            .partition_point(|c| c.addr < from)
-            .max(sv.dir.start);
-        let end = sv.dir.chunks.partition_point(|c| c.addr < to);
-        start..end.max(start)
+    fn log_chunks(&self, id: SourceId, from: u64, to: u64) -> Result<std::ops::Range<usize>> {
+        let Ok(sv) = self.view(id) else {
+            return Ok(0..0);
+        };
+        let start = sv.dir.at_or_after(from)?;
+        let end = sv.dir.at_or_after(to)?;
+        Ok(start..end.max(start))
     }
 }
 

@@ -164,8 +164,8 @@ impl Snapshot {
                 *c += 1;
             }
         };
-        for i in sv.dir.overlapping(t0, t1) {
-            let Some(c) = sv.dir.chunks.get(i) else { break };
+        for i in sv.dir.overlapping(t0, t1)? {
+            let Some(c) = sv.dir.get(i)? else { break };
             match self.covered_summaries(sv, i, &c, (t0, t1)) {
                 Some(bins) => {
                     for b in bins {
@@ -200,8 +200,8 @@ impl Snapshot {
                 values.push(v);
             }
         };
-        for i in sv.dir.overlapping(t0, t1) {
-            let Some(c) = sv.dir.chunks.get(i) else { break };
+        for i in sv.dir.overlapping(t0, t1)? {
+            let Some(c) = sv.dir.get(i)? else { break };
             if let Some(mut bins) = self.summaries(sv, i) {
                 if !bins.any(|b| b.bin == target) {
                     continue;
@@ -224,8 +224,8 @@ impl Snapshot {
         let mut values = Vec::new();
         for &(sv, ix) in views {
             let mut take = |_: u64, bytes: &[u8]| values.push(ix.value(bytes));
-            for i in sv.dir.overlapping(t0, t1) {
-                let Some(c) = sv.dir.chunks.get(i) else { break };
+            for i in sv.dir.overlapping(t0, t1)? {
+                let Some(c) = sv.dir.get(i)? else { break };
                 self.each_in_chunk(c.addr, t0, t1, &mut take)?;
             }
             self.each_in_tail(sv, t0, t1, &mut take)?;

@@ -33,8 +33,8 @@ impl Snapshot {
             }
         };
         let mut chunks_read = 0;
-        for i in sv.dir.overlapping(t0, t1) {
-            let Some(c) = sv.dir.chunks.get(i) else { break };
+        for i in sv.dir.overlapping(t0, t1)? {
+            let Some(c) = sv.dir.get(i)? else { break };
             if self.may_hold(sv, i, lo, hi) {
                 chunks_read += 1;
                 self.each_in_chunk(c.addr, t0, t1, &mut visit)?;
@@ -64,8 +64,8 @@ impl Snapshot {
             n += 1;
             f(ts, bytes);
         };
-        for i in sv.dir.overlapping(t0, t1) {
-            let Some(c) = sv.dir.chunks.get(i) else { break };
+        for i in sv.dir.overlapping(t0, t1)? {
+            let Some(c) = sv.dir.get(i)? else { break };
             st.chunks_read += 1;
             self.each_in_chunk(c.addr, t0, t1, &mut visit)?;
         }
@@ -82,15 +82,12 @@ impl Snapshot {
         if addr.seq >= sv.records {
             return Ok(None);
         }
-        let i = sv
-            .dir
-            .chunks
-            .partition_point(|c| c.first_seq + u64::from(c.count) <= addr.seq);
+        let i = sv.dir.holding_seq(addr.seq)?;
         if i < sv.dir.start {
             return Ok(None);
         }
         let mut found = None;
-        match sv.dir.chunks.get(i) {
+        match sv.dir.get(i)? {
             Some(c) => {
                 let want = addr.seq - c.first_seq;
                 let mut k = 0u64;

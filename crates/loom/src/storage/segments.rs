@@ -35,7 +35,7 @@ pub(crate) struct SegmentFiles {
 /// How long a dropped segment stays readable: longer than any query runs
 /// (loom-app stops a statement after 10 s by default). Its disk space is
 /// freed once the last handle closes.
-const DROPPED_GRACE: Duration = Duration::from_secs(60);
+pub(crate) const DROPPED_GRACE: Duration = Duration::from_secs(60);
 
 /// A segment retention dropped, kept for queries already running.
 struct Dropped {

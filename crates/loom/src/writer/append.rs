@@ -117,15 +117,18 @@ impl Writer {
         header.crc = header.write(head, &rest[..payload_len]);
         self.block.advance(foot);
 
-        let chunk_no = s.dir.chunks.len();
-        s.dir.chunks.push(ChunkEntry {
-            addr,
-            first_ts: s.first_ts,
-            last_ts: s.prev_ts,
-            first_seq: s.seq - u64::from(s.count),
-            count: s.count,
-            len: len as u32,
-        });
+        let chunk_no = s.dir.len();
+        s.dir.push(
+            ChunkEntry {
+                addr,
+                first_ts: s.first_ts,
+                last_ts: s.prev_ts,
+                first_seq: s.seq - u64::from(s.count),
+                count: s.count,
+                len: len as u32,
+            },
+            addr / self.layout.segment_size,
+        );
         s.newest_chunk = addr;
         s.count = 0;
         s.journaled_len = 0;

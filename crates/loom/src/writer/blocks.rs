@@ -105,6 +105,7 @@ impl Writer {
             self.seg_chunks = 0;
             self.note_segment(self.block_base);
             self.apply_retention();
+            self.page_out_directory();
         }
         Ok(())
     }

@@ -10,6 +10,7 @@
 
 mod append;
 mod blocks;
+mod dir_paging;
 mod journal;
 mod open;
 mod publish;
@@ -160,6 +161,8 @@ pub struct Writer {
     /// and the number its first file takes.
     journal: Option<crate::storage::open_chunks::Journal>,
     journal_next: u64,
+    /// Where paging out the directory entries of older segments stands.
+    dir_paging: dir_paging::DirPaging,
 }
 
 impl Writer {

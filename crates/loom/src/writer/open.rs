@@ -89,14 +89,17 @@ pub(crate) fn replay(
     for c in recovered.chunks.iter_mut() {
         let i = slot(SourceId(c.header.source), &mut sources, &mut known);
         let s = &mut sources[i];
-        s.dir.chunks.push(ChunkEntry {
-            addr: c.addr,
-            first_ts: c.header.first_ts,
-            last_ts: c.header.last_ts,
-            first_seq: s.seq,
-            count: c.header.count,
-            len: c.header.len,
-        });
+        s.dir.push(
+            ChunkEntry {
+                addr: c.addr,
+                first_ts: c.header.first_ts,
+                last_ts: c.header.last_ts,
+                first_seq: s.seq,
+                count: c.header.count,
+                len: c.header.len,
+            },
+            c.addr / segment_size.max(1),
+        );
         s.seq += u64::from(c.header.count);
         s.prev_ts = c.header.last_ts;
         s.newest_chunk = c.addr;
@@ -399,6 +402,10 @@ pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
         index: Arc::clone(&indexer.published),
         _indexer: None,
     });
+    let dir_paging = super::dir_paging::DirPaging::recovered(
+        &recovered.segments,
+        block_base / layout.segment_size,
+    );
     let stats = WriterStats {
         recovered_records: recovered.report.records + journaled,
         chunks_reindexed: replayed.reindexed,
@@ -434,11 +441,13 @@ pub fn open(dir: &Path, config: Config) -> Result<(Writer, Reader)> {
         lock: Some(lock),
         journal: None,
         journal_next: journal_last + 1,
+        dir_paging,
     };
     // A new journal file holding every reopened open chunk whole; the old
     // files go once it is durable.
     w.write_journal()?;
     w.note_segment(block_base);
+    w.page_out_directory();
     w.sync();
     // What recovery found is on disk: durable.
     w.publish_durable();
@@ -475,16 +484,27 @@ pub fn open_read_only(dir: &Path) -> Result<Reader> {
         .map_or(0, |s| s.index * layout.segment_size);
     reopen_chunks(dir, &mut replayed, MIN_FIRST_PAYLOAD, layout, retained_from)?;
     log_recovery(dir, &recovered, replayed.sources.len());
+    let pages = pages(dir, layout, &config);
+    // No writer here: only segments taken from their complete index file
+    // are paged out (live_from 0).
+    let mut paging = super::dir_paging::DirPaging::recovered(&recovered.segments, 0);
+    super::dir_paging::page_out(dir, &mut replayed.sources, &pages, &mut paging);
     let indexer = start_indexer(
         &files,
         layout,
         None,
-        pages(dir, layout, &config),
+        Arc::clone(&pages),
         replayed.index_msgs,
     )?;
     let ids = Arc::new(replayed.ids);
-    let published =
-        super::publish::published(&replayed.sources, &ids, Vec::new(), &files, retained_from);
+    let published = super::publish::published(
+        &replayed.sources,
+        &ids,
+        Vec::new(),
+        &files,
+        retained_from,
+        &pages,
+    );
     let published = Arc::new(published);
     let shared = Arc::new(Shared {
         snapshot: ArcSwap::new(Arc::clone(&published)),
@@ -505,6 +525,7 @@ impl Writer {
                     index: seg,
                     newest_ts: 0,
                     bytes: 0,
+                    from_index: false,
                 });
         }
     }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use std::collections::HashMap;
 
+use crate::index::paged::SummaryPages;
 use crate::log::slab::SlabView;
 use crate::snapshot::{Published, SourceView};
 use crate::source::SourceId;
@@ -19,6 +20,7 @@ pub(crate) fn published(
     blocks: Vec<(u64, SlabView<u8>)>,
     files: &Arc<SegmentFiles>,
     retained_from: u64,
+    pages: &Arc<SummaryPages>,
 ) -> Published {
     let sources = sources
         .iter()
@@ -26,7 +28,7 @@ pub(crate) fn published(
             id: s.id,
             schema: s.schema.clone(),
             index: s.index.clone(),
-            dir: s.dir.view(retained_from),
+            dir: s.dir.view(retained_from, Some(pages), s.id.0),
             tail: s.active.view(),
             tail_first_ts: s.first_ts,
             tail_count: s.count,
@@ -60,6 +62,7 @@ impl Writer {
             blocks,
             &self.files,
             self.retained_from,
+            &self.indexer.pages,
         )));
     }
 
@@ -122,6 +125,7 @@ impl Writer {
         // must be durable first.
         self.write_journal()?;
         self.apply_retention();
+        self.page_out_directory();
         self.sync();
         self.publish_durable();
         Ok(())

@@ -155,7 +155,11 @@ impl Writer {
     fn attach_index(&mut self, idx: usize, state: IndexState) -> Result<()> {
         let state = Arc::new(state);
         // Chunks retention dropped are neither read nor summarised.
-        let first = self.sources[idx].dir.view(self.retained_from).start;
+        let s = &self.sources[idx];
+        let dir = s
+            .dir
+            .view(self.retained_from, Some(&self.indexer.pages), s.id.0);
+        let first = dir.start;
         self.send_index(IndexMsg::Declare {
             source: idx,
             state: Arc::clone(&state),
@@ -168,9 +172,12 @@ impl Writer {
                 },
             ),
         })?;
-        let chunks = self.sources[idx].dir.chunks.view();
-        for chunk_no in first..chunks.len() {
-            let Some(c) = chunks.get(chunk_no) else { break };
+        for chunk_no in first..dir.len() {
+            // A paged-out entry that cannot be read back leaves its chunk
+            // and the later ones unsummarised: queries scan them.
+            let Ok(Some(c)) = dir.get(chunk_no) else {
+                break;
+            };
             self.stats.chunks_reindexed += 1;
             let block = self.block_holding(c.addr);
             self.send_index(IndexMsg::Reindex {

@@ -61,8 +61,10 @@ impl Writer {
                 break;
             }
             self.segments.pop_front();
-            // Queries on earlier snapshots may still read it.
+            // Queries on earlier snapshots may still read it, and page in
+            // its directory entries.
             self.files.retire(oldest.index);
+            self.indexer.pages.retire_index(oldest.index);
             let mut freed = 0u64;
             for p in [
                 Layout::segment_path(&self.dir, oldest.index),

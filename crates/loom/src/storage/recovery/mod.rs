@@ -63,6 +63,9 @@ pub(crate) struct SegmentInfo {
     pub newest_ts: u64,
     /// Bytes on disk (segment and its index file).
     pub bytes: u64,
+    /// Its chunks were taken from its complete index file (which thus
+    /// lists them all): their directory entries may be paged out.
+    pub from_index: bool,
 }
 
 /// What recovery found and did, for people.
@@ -362,7 +365,8 @@ fn read_segments(
             segment_index::read(dir, seg)?
         };
         let first_new = found.chunks.len();
-        if !verify && from_index(&six, seg, layout, len, framed, &mut found) {
+        let indexed = !verify && from_index(&six, seg, layout, len, framed, &mut found);
+        if indexed {
             report.segments_from_index += 1;
         } else {
             if lean {
@@ -382,6 +386,7 @@ fn read_segments(
             index: seg,
             newest_ts,
             bytes: len + file_len(&segment_index::path(dir, seg)),
+            from_index: indexed,
         });
     }
     Ok(found)

@@ -414,6 +414,41 @@ fn decode_flat(bytes: &[u8], segment: u64, source: u64) -> FlatSummaries {
     out
 }
 
+/// The chunk entries of source `source` in a segment index file's bytes
+/// (its valid prefix), in file order, without their summaries: what paging
+/// a source's directory entries back in needs (`index/directory.rs`).
+/// Other sources' entries are checked but not decoded.
+pub(crate) fn decode_chunk_entries(
+    bytes: &[u8],
+    segment: u64,
+    source: u64,
+) -> Vec<(u64, ChunkHeader)> {
+    let mut out = Vec::new();
+    walk(bytes, segment, |payload| {
+        let mut c = Cursor { b: payload, pos: 0 };
+        let kind = c.u8()?;
+        if !matches!(kind, T_CHUNK | T_CHUNK_LEN) {
+            return Ok(());
+        }
+        let addr = c.u64()?;
+        if c.u64()? != source {
+            return Ok(());
+        }
+        let header = ChunkHeader {
+            source,
+            prev: c.u64()?,
+            first_ts: c.u64()?,
+            last_ts: c.u64()?,
+            count: c.u32()?,
+            crc: c.u32()?,
+            len: if kind == T_CHUNK_LEN { c.u32()? } else { 0 },
+        };
+        out.push((addr, header));
+        Ok(())
+    });
+    out
+}
+
 /// Reads segment `segment`'s index file; an absent file reads as empty.
 pub(crate) fn read(dir: &Path, segment: u64) -> Result<SegmentIndex> {
     read_with(dir, segment, false)
