@@ -8,7 +8,9 @@
 //! (`--tree DIR`: export there instead of DIR/tree, e.g. one tree for many
 //! hosts; `--host NAME`; `--drop-store`: delete the store after export;
 //! `--compare N`: N alternated rounds of each Parquet encoding variant
-//! exported from the same snapshot into a fresh tree, lines `VARIANT`.)
+//! exported from the same snapshot into a fresh tree, lines `VARIANT` with
+//! the bytes of each measurement; `--from-store DIR --compare N`: the same
+//! over an existing store, e.g. a live recording stored by loom-app.)
 
 use std::time::Instant;
 
@@ -60,6 +62,15 @@ fn dir_bytes(p: &std::path::Path) -> u64 {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let from_store = arg("--from-store", "");
+    if !from_store.is_empty() {
+        // An existing store (e.g. a live recording stored by loom-app):
+        // only the encoding comparison, read-only.
+        let r = loom::open_read_only(std::path::Path::new(&from_store))?;
+        let out = std::path::PathBuf::from(arg("--tree", "/tmp/loom-export-bench-tree"));
+        let rounds: u32 = arg("--compare", "1").parse()?;
+        return compare_encodings(&r.snapshot(), &out, &arg("--host", "bench-1"), rounds);
+    }
     let records: u64 = arg("--records", "20000000").parse()?;
     let base = std::path::PathBuf::from(arg("--dir", "/tmp/loom-export-bench"));
     let host = arg("--host", "bench-1");
@@ -192,11 +203,22 @@ fn compare_encodings(
             let cpu0 = thread_cpu_s();
             let r = ex.export(snap)?;
             let cpu = thread_cpu_s() - cpu0;
+            let per_measurement: Vec<String> = std::fs::read_dir(out)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    let m = name.strip_prefix("measurement=")?.to_string();
+                    Some(format!("{m}={}", dir_bytes(&e.path())))
+                })
+                .collect();
             println!(
-                "VARIANT round={round} name={name} records={} records_per_cpu_s={:.0} parquet_bytes_per_record={:.3}",
+                "VARIANT round={round} name={name} records={} records_per_cpu_s={:.0} parquet_bytes_per_record={:.3} bytes {}",
                 r.records,
                 r.records as f64 / cpu.max(1e-9),
-                r.bytes as f64 / r.records.max(1) as f64
+                r.bytes as f64 / r.records.max(1) as f64,
+                per_measurement.join(" ")
             );
         }
     }
