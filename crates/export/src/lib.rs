@@ -21,8 +21,6 @@ pub mod layout;
 pub mod manifest;
 mod series;
 mod target;
-#[doc(hidden)]
-pub mod testing;
 
 pub use error::{Error, Result};
 pub use exporter::{Backlog, ExportConfig, Exporter, Round};

@@ -3,10 +3,11 @@
 //! credentials and an unreachable endpoint are refused naming the cause.
 
 mod common;
+mod support;
 
 use common::{canonical, read_back, syscall, Feeder};
-use export::testing::Moto;
 use export::{ExportConfig, Exporter, Target};
+use support::Moto;
 
 #[test]
 fn s3_export_matches_brute_force_and_errors_name_their_cause() {

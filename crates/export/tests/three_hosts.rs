@@ -15,15 +15,17 @@
 // rule (clippy.toml) is for code outside tests.
 #![allow(clippy::too_many_lines)]
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use export::manifest::Manifest;
-use export::testing::{Moto, Proxy};
 use replay::{connect_with_retry, run_paced, ReplayConfig};
 use replay::{generate_file, GenConfig, Phase};
 use serde_json::Value;
+use support::{Moto, Proxy};
 use telemetry::{KvOpKind, Record, RecordingReader};
 use testing::LoomApp;
 
@@ -227,7 +229,7 @@ fn parquet_count(moto: &Moto, host: &str, dir: &Path) -> u64 {
 /// Runs docs/fleet/fleet_questions.py on `tree` with `engine`.
 fn questions(engine: &str, tree: &Path) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/fleet/fleet_questions.py");
-    let o = Command::new(export::testing::venv_python())
+    let o = Command::new(support::venv_python())
         .arg(&script)
         .args(["--engine", engine, "--tree"])
         .arg(tree)

@@ -3,6 +3,7 @@
 
 pub(crate) mod bins;
 pub(crate) mod directory;
+pub(crate) mod index_files;
 pub(crate) mod indexer;
 pub(crate) mod paged;
 pub(crate) mod state;

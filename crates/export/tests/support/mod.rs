@@ -1,6 +1,8 @@
-//! Test support shared by the export, fleet and loom-app tests: the pinned
-//! Python venv (moto's S3 server, DuckDB, PySpark) and an S3-compatible
-//! server on loopback. Not part of the export API.
+//! Test support shared by the export tests that need object storage and
+//! independent readers: the pinned Python venv (moto's S3 server, DuckDB,
+//! PySpark) and an S3-compatible server on loopback.
+// Each test binary uses a part of it.
+#![allow(dead_code)]
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -8,39 +10,14 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-/// The pinned requirements of the venv.
-const REQUIREMENTS: &str = include_str!("../tests/requirements.txt");
-
 /// Python of the venv at `target/fleet-venv` with `tests/requirements.txt`
-/// installed (built on first use; needs python3-venv and PyPI).
+/// installed (built on first use, rebuilt when the pins change; needs
+/// python3-venv and PyPI).
 pub fn venv_python() -> PathBuf {
     static PY: OnceLock<PathBuf> = OnceLock::new();
     PY.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let venv = root.join("target/fleet-venv");
-        let py = venv.join("bin/python");
-        let stamp = venv.join("requirements.installed");
-        if std::fs::read_to_string(&stamp).ok().as_deref() == Some(REQUIREMENTS) {
-            return py;
-        }
-        if !py.exists() {
-            let s = Command::new("python3")
-                .args(["-m", "venv"])
-                .arg(&venv)
-                .status()
-                .expect("python3 -m venv (install python3-venv)");
-            assert!(s.success(), "creating {}", venv.display());
-        }
-        let req = venv.join("requirements.txt");
-        std::fs::write(&req, REQUIREMENTS).expect("write requirements");
-        let s = Command::new(venv.join("bin/pip"))
-            .args(["install", "-q", "-r"])
-            .arg(&req)
-            .status()
-            .expect("pip");
-        assert!(s.success(), "pip install -r {}", req.display());
-        std::fs::write(&stamp, REQUIREMENTS).expect("stamp");
-        py
+        let req = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/requirements.txt");
+        testing::venv::python("fleet-venv", &req)
     })
     .clone()
 }
