@@ -268,10 +268,17 @@ def summary(rows):
     after = [r for r in rows if r["t_s"] >= settle]
     base = after[0]["rss_mb"]
     growth = (max(r["rss_mb"] for r in after) - base) / base * 100
+    # The trend, robust to the sample-to-sample swing of an allocator that
+    # gives memory back (jemalloc: +-15 % every 10 s): the median RSS of the
+    # last quarter of the settled run against that of its first quarter.
+    qa = max(1, len(after) // 4)
+    first_q = statistics.median(r["rss_mb"] for r in after[:qa])
+    trend = (statistics.median(r["rss_mb"] for r in after[-qa:]) - first_q) / first_q * 100
     q = max(1, len(rows) // 4)
     p99 = lambda rs: statistics.median([r["query_p99_ms"] for r in rs if r["query_p99_ms"] != ""] or [0])
     return (f"minutes={rows[-1]['t_s'] / 60:.1f} rss_mb_after_settle={base:.0f} "
-            f"rss_growth_pct={growth:.1f} max_rss_mb={max(r['rss_mb'] for r in rows):.0f} "
+            f"rss_growth_pct={growth:.1f} rss_trend_pct={trend:.1f} "
+            f"max_rss_mb={max(r['rss_mb'] for r in rows):.0f} "
             f"max_threads={max(r['threads'] for r in rows)} max_fds={max(r['fds'] for r in rows)} "
             f"dropped={rows[-1]['dropped']} not_stored={rows[-1]['not_stored']} "
             f"index_mb_after_settle={after[0]['index_mb']:.0f} index_mb_last={rows[-1]['index_mb']:.0f} "
