@@ -52,6 +52,15 @@ pub fn record(value: u64, extra: usize) -> Vec<u8> {
     b
 }
 
+/// A 64-bit finaliser (splitmix/murmur style): a cheap, well-spread hash.
+pub fn mix(mut x: u64) -> u64 {
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51afd7ed558ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ceb9fe1a85ec53);
+    x ^ (x >> 33)
+}
+
 /// Every pushed record, in push order.
 #[derive(Default, Clone)]
 pub struct Model {

@@ -13,14 +13,7 @@ pub const SOURCES: u64 = 3;
 /// `persisted <count of source 0> <count of source 1> ...`.
 pub const PERSIST_EVERY: u64 = 3000;
 
-/// A 64-bit finaliser (splitmix/murmur style): a cheap, well-spread hash.
-pub fn mix(mut x: u64) -> u64 {
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xff51afd7ed558ccd);
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xc4ceb9fe1a85ec53);
-    x ^ (x >> 33)
-}
+pub use super::common::mix;
 
 /// The k-th record of source s: (timestamp, bytes). A pure function, so the
 /// parent can rebuild what the child pushed from the record counts alone.
