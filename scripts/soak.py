@@ -274,10 +274,18 @@ def summary(rows):
     qa = max(1, len(after) // 4)
     first_q = statistics.median(r["rss_mb"] for r in after[:qa])
     trend = (statistics.median(r["rss_mb"] for r in after[-qa:]) - first_q) / first_q * 100
+    # And the least-squares line through every settled sample: its rise
+    # over the settled run against its value where the run settled.
+    xs, ys = [r["t_s"] for r in after], [r["rss_mb"] for r in after]
+    mx, my = statistics.mean(xs), statistics.mean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs) or 1.0
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    at_settle = my + slope * (xs[0] - mx)
+    fit = slope * (xs[-1] - xs[0]) / at_settle * 100 if at_settle > 0 else 0.0
     q = max(1, len(rows) // 4)
     p99 = lambda rs: statistics.median([r["query_p99_ms"] for r in rs if r["query_p99_ms"] != ""] or [0])
     return (f"minutes={rows[-1]['t_s'] / 60:.1f} rss_mb_after_settle={base:.0f} "
-            f"rss_growth_pct={growth:.1f} rss_trend_pct={trend:.1f} "
+            f"rss_growth_pct={growth:.1f} rss_trend_pct={trend:.1f} rss_fit_growth_pct={fit:.1f} "
             f"max_rss_mb={max(r['rss_mb'] for r in rows):.0f} "
             f"max_threads={max(r['threads'] for r in rows)} max_fds={max(r['fds'] for r in rows)} "
             f"dropped={rows[-1]['dropped']} not_stored={rows[-1]['not_stored']} "
