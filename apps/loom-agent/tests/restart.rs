@@ -25,10 +25,7 @@ fn loom_app_killed_mid_run_loses_nothing_and_moves_nothing() {
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let store = dir.path().join("store");
-    let addr = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        l.local_addr().expect("addr").to_string()
-    };
+    let addr = format!("127.0.0.1:{}", testing::free_port());
     let app = App::start_on(&store, &addr, &[]);
     let mut rng = rand::thread_rng();
     let tag: u32 = rng.gen_range(1000..9999);

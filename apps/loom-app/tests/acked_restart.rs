@@ -6,7 +6,7 @@
 //! exactly once, each at its own time: compared by brute force with the
 //! recording (series, time, bytes), as multisets.
 
-use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -30,8 +30,7 @@ fn start_app(store: &Path, addr: &str) -> testing::LoomApp {
 }
 
 fn free_addr() -> String {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").to_string()
+    format!("127.0.0.1:{}", testing::free_port())
 }
 
 fn recording(dir: &Path, rate: f64, duration_s: f64, seed: u64) -> PathBuf {

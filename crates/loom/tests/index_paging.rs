@@ -23,18 +23,27 @@ fn paged_bound(sources: usize) -> usize {
     TINY_INDEX_BUDGET / 2 + sources * (32 << 10)
 }
 
-#[test]
-fn paged_summaries_answer_exactly_through_a_crash_reopen_and_retention(
-) -> Result<(), Box<dyn std::error::Error>> {
-    let dir = tempfile::tempdir()?;
+/// A small-layout store of 300 000 records of two sources written with
+/// the tiny budget, persisted and indexed: its config, writer and model.
+fn paged_store(
+    dir: &std::path::Path,
+) -> Result<(Config, loom::Writer, Model), Box<dyn std::error::Error>> {
     let cfg = Config {
         index_cache_bytes: TINY_INDEX_BUDGET,
         ..small_config()
     };
     let mut model = Model::default();
-    let mut w = fill(dir.path(), cfg.clone(), 0, 300_000, &mut model)?;
+    let mut w = fill(dir, cfg.clone(), 0, 300_000, &mut model)?;
     w.persist()?;
     w.wait_for_index()?;
+    Ok((cfg, w, model))
+}
+
+#[test]
+fn paged_summaries_answer_exactly_through_a_crash_reopen_and_retention(
+) -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let (cfg, mut w, model) = paged_store(dir.path())?;
     let persisted = model.clone();
     let h = w.handle_of(SourceId(1)).ok_or("source 1 has a handle")?;
     w.push(h, 1_000_000, &record(5, 0))?;
@@ -196,14 +205,7 @@ fn segments_of(dir: &std::path::Path) -> usize {
 fn paged_directory_answers_exactly_within_budget_and_reopens_without_paging_in(
 ) -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
-    let cfg = Config {
-        index_cache_bytes: TINY_INDEX_BUDGET,
-        ..small_config()
-    };
-    let mut model = Model::default();
-    let mut w = fill(dir.path(), cfg.clone(), 0, 300_000, &mut model)?;
-    w.persist()?;
-    w.wait_for_index()?;
+    let (cfg, w, model) = paged_store(dir.path())?;
     let segments = segments_of(dir.path());
     // Everything in memory (default budget): what the paged store must
     // answer the same as, and how large its directory is.

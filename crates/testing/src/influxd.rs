@@ -2,7 +2,7 @@
 //! with its own directories, started from the project's `influx.conf`.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -28,15 +28,6 @@ pub fn influxd_binary() -> Option<PathBuf> {
     found
 }
 
-/// A free loopback TCP port (bound, then released): influxd takes its
-/// ports from its configuration and writes no ready file.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
-}
-
 /// A running influxd; killed when dropped.
 pub struct Influxd {
     child: Option<Child>,
@@ -52,12 +43,12 @@ impl Influxd {
     /// Starts influxd with its data under `dir` on fresh free ports; waits
     /// for `/ping`.
     pub fn start(bin: &Path, dir: &Path) -> Influxd {
-        let http_port = free_port();
+        let http_port = crate::free_port();
         let mut s = Influxd {
             child: None,
             url: format!("http://127.0.0.1:{http_port}"),
             http_port,
-            rpc_port: free_port(),
+            rpc_port: crate::free_port(),
             dir: dir.to_path_buf(),
             bin: bin.to_path_buf(),
         };

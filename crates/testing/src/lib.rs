@@ -31,3 +31,13 @@ pub use fields::{fields, line_fields, num, Fields};
 pub use influxd::Influxd;
 pub use process::{Finished, Process};
 pub use ready::Ready;
+
+/// A free loopback TCP port (bound, then released), for servers that take
+/// their port from a flag or configuration and write no ready file
+/// (`influxd`, moto's S3 server).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}

@@ -22,14 +22,6 @@ pub fn venv_python() -> PathBuf {
     .clone()
 }
 
-/// A free loopback port (bound then released: the server takes it next).
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
 /// moto's S3 server on loopback; killed on drop.
 pub struct Moto {
     child: Option<Child>,
@@ -42,7 +34,7 @@ impl Moto {
     pub fn start() -> Moto {
         let mut m = Moto {
             child: None,
-            port: free_port(),
+            port: testing::free_port(),
         };
         m.restart();
         m
