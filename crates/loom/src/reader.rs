@@ -84,6 +84,16 @@ impl Reader {
         self.snapshot().aggregate_many(ids, t0, t1)
     }
 
+    /// See [`Snapshot::max_many`].
+    pub fn max_many(&self, ids: &[SourceId], t0: u64, t1: u64) -> Result<Option<u64>> {
+        self.snapshot().max_many(ids, t0, t1)
+    }
+
+    /// See [`Snapshot::min_many`].
+    pub fn min_many(&self, ids: &[SourceId], t0: u64, t1: u64) -> Result<Option<u64>> {
+        self.snapshot().min_many(ids, t0, t1)
+    }
+
     /// See [`Snapshot::count_many`].
     pub fn count_many(&self, ids: &[SourceId], t0: u64, t1: u64) -> Result<u64> {
         self.snapshot().count_many(ids, t0, t1)
