@@ -43,6 +43,35 @@ impl Extremes {
 /// Reused buffers: a left edge's summaries and its values before the window.
 pub(crate) type EdgeScratch = (Vec<BinSummary>, Vec<u64>);
 
+/// Count, sum and extremes of values read one by one.
+struct Walked {
+    count: u64,
+    sum: u128,
+    min: u64,
+    max: u64,
+}
+
+impl Default for Walked {
+    fn default() -> Self {
+        Walked {
+            count: 0,
+            sum: 0,
+            min: u64::MAX,
+            max: 0,
+        }
+    }
+}
+
+impl Walked {
+    #[inline(always)]
+    fn add(&mut self, v: u64) {
+        self.count += 1;
+        self.sum += u128::from(v);
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+    }
+}
+
 /// The indexed values of several sources over one window, gathered in one
 /// pass by [`Snapshot::window_many`].
 pub struct WindowBins<'a> {
@@ -119,11 +148,14 @@ impl Snapshot {
         (counts, agg): (&mut [u64], &mut Aggregate),
         scratch: &mut EdgeScratch,
     ) -> Result<()> {
-        let add = |counts: &mut [u64], agg: &mut Aggregate, v: u64| {
+        // Values read one by one go to a plain accumulator (no `Option`s
+        // per value), added to `agg` at the end.
+        let mut walked = Walked::default();
+        let add = |counts: &mut [u64], walked: &mut Walked, v: u64| {
             if let Some(c) = counts.get_mut(ix.bins.bin_of(v) as usize) {
                 *c += 1;
             }
-            agg.add(v);
+            walked.add(v);
         };
         for i in sv.dir.overlapping(t0, t1)? {
             let Some(c) = sv.dir.get(i)? else { break };
@@ -138,7 +170,7 @@ impl Snapshot {
             }
             let summaries = self.summaries(sv, i).filter(|_| is_left_edge(&c, t0, t1));
             let Some(bins) = summaries else {
-                self.each_in_chunk(c.addr, t0, t1, |_, b| add(counts, agg, ix.value(b)))?;
+                self.each_in_chunk(c.addr, t0, t1, |_, b| add(counts, &mut walked, ix.value(b)))?;
                 continue;
             };
             let (summaries, before) = scratch;
@@ -155,7 +187,7 @@ impl Snapshot {
                     part = from_summaries(ix, summaries, before, need);
                     part.is_some()
                 },
-                |v| add(counts, agg, v),
+                |v| add(counts, &mut walked, v),
             )?;
             let Some(part) = part else { continue };
             // The chunk's counts less those of its records before t0.
@@ -178,7 +210,16 @@ impl Snapshot {
                 }
             }
         }
-        self.each_in_tail(sv, t0, t1, |_, b| add(counts, agg, ix.value(b)))
+        self.each_in_tail(sv, t0, t1, |_, b| add(counts, &mut walked, ix.value(b)))?;
+        if walked.count > 0 {
+            agg.merge_part(&Aggregate {
+                count: walked.count,
+                sum: walked.sum,
+                min: Some(walked.min),
+                max: Some(walked.max),
+            });
+        }
+        Ok(())
     }
 }
 
