@@ -1,5 +1,5 @@
 //! The paper's P2 shape over many series: `percentile`, `max` and `count`
-//! of `duration_us` `FROM syscall WHERE name = 'pread64'` when 1 to 200
+//! (and `min`, `sum`, `mean`, answered from the same pass) of `duration_us` `FROM syscall WHERE name = 'pread64'` when 1 to 200
 //! series (one per `comm`) carry that name, some of them empty, beside
 //! series of another name that must not count. Every answer equals brute
 //! force over the same records, computed here from the records and
@@ -192,6 +192,23 @@ proptest! {
                 );
                 prop_assert_eq!(&row(&snap, &alone, 1)?[0], &influx_percentile(&v, p), "{}", alone);
             }
+            // Every other indexed function from the same one pass.
+            let text = format!(
+                "SELECT min(duration_us), sum(duration_us), mean(duration_us), \
+                 percentile(duration_us, 50) FROM syscall WHERE name = 'pread64' AND {time}"
+            );
+            let sum: u128 = v.iter().map(|&d| u128::from(d)).sum();
+            let want = if v.is_empty() {
+                vec![Cell::Null; 4]
+            } else {
+                vec![
+                    Cell::UInt(v[0]),
+                    u64::try_from(sum).map_or(Cell::Float(sum as f64), Cell::UInt),
+                    Cell::Float(sum as f64 / v.len() as f64),
+                    influx_percentile(&v, 50.0),
+                ]
+            };
+            prop_assert_eq!(row(&snap, &text, 4)?, want, "{}", text);
         }
     }
 }
