@@ -128,15 +128,14 @@ impl Snapshot {
         self.each_in_tail(sv, t0, t1, &mut take)
     }
 
-    /// The exact answer for sources whose bin layouts differ: every value
-    /// of the window is read.
-    pub(crate) fn value_at_rank_scanned(
+    /// Every indexed value of the sources in `[t0, t1]`, sorted: the exact
+    /// answer for sources whose bin layouts differ.
+    pub(crate) fn values_sorted(
         &self,
         views: &[(&SourceView, &IndexState)],
         t0: u64,
         t1: u64,
-        rank: impl FnOnce(u64) -> u64,
-    ) -> Result<Option<u64>> {
+    ) -> Result<Vec<u64>> {
         let mut values = Vec::new();
         for &(sv, ix) in views {
             let mut take = |_: u64, bytes: &[u8]| values.push(ix.value(bytes));
@@ -146,12 +145,7 @@ impl Snapshot {
             }
             self.each_in_tail(sv, t0, t1, &mut take)?;
         }
-        let n = values.len() as u64;
-        let k = if n == 0 { 0 } else { rank(n) };
-        if k == 0 || k > n {
-            return Ok(None);
-        }
-        let (_, v, _) = values.select_nth_unstable((k - 1) as usize);
-        Ok(Some(*v))
+        values.sort_unstable();
+        Ok(values)
     }
 }

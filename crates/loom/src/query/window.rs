@@ -72,6 +72,14 @@ impl Walked {
     }
 }
 
+/// What [`WindowBins`] holds to find a rank.
+enum Gathered {
+    /// The sources' bin counts added up (one bin layout).
+    Counts(Vec<u64>),
+    /// Every value of the window, sorted (bin layouts that differ).
+    Values(Vec<u64>),
+}
+
 /// The indexed values of several sources over one window, gathered in one
 /// pass by [`Snapshot::window_many`].
 pub struct WindowBins<'a> {
@@ -79,9 +87,9 @@ pub struct WindowBins<'a> {
     views: Vec<(&'a SourceView, &'a IndexState)>,
     t0: u64,
     t1: u64,
-    /// Merged bin counts; `None` when the sources' bin layouts differ (a
-    /// rank is then found by reading every value of the window).
-    counts: Option<Vec<u64>>,
+    /// Merged bin counts, or when the sources' bin layouts differ every
+    /// value of the window, sorted.
+    bins: Gathered,
     agg: Aggregate,
     extremes: Extremes,
 }
@@ -92,7 +100,9 @@ impl Snapshot {
     /// their range indexes share one bin layout, and their count, sum and
     /// the `extremes` asked for. Chunks inside the window are answered from
     /// their summaries, a left edge from its summaries less its records
-    /// before `t0`, the others read. Every source needs a range index
+    /// before `t0`, the others read. Sources whose bin layouts differ
+    /// have every value of the window read and kept, sorted (still one
+    /// pass). Every source needs a range index
     /// ([`Error::NoRangeIndex`]); an unknown id is [`Error::UnknownSource`].
     pub fn window_many(
         &self,
@@ -110,25 +120,35 @@ impl Snapshot {
                 .iter()
                 .all(|(_, ix)| ix.same_bins(f.min, f.interval, f.n_bins))
         });
-        let mut counts = shared.map(|f| vec![0u64; f.bins.total()]);
-        if t0 <= t1 {
-            for &(sv, ix) in &views {
-                match counts.as_mut() {
-                    Some(counts) => {
-                        self.gather((sv, ix), t0, t1, extremes, (counts, &mut agg), &mut scratch)?
-                    }
-                    None => {
-                        self.aggregate_into((sv, ix), t0, t1, extremes, &mut agg, &mut scratch)?
+        let bins = match shared {
+            Some(f) => {
+                let mut counts = vec![0u64; f.bins.total()];
+                if t0 <= t1 {
+                    for &(sv, ix) in &views {
+                        let into = (counts.as_mut_slice(), &mut agg);
+                        self.gather((sv, ix), t0, t1, extremes, into, &mut scratch)?;
                     }
                 }
+                Gathered::Counts(counts)
             }
-        }
+            None => {
+                let values = if t0 <= t1 {
+                    self.values_sorted(&views, t0, t1)?
+                } else {
+                    Vec::new()
+                };
+                for &v in &values {
+                    agg.add(v);
+                }
+                Gathered::Values(values)
+            }
+        };
         Ok(WindowBins {
             snap: self,
             views,
             t0,
             t1,
-            counts,
+            bins,
             agg,
             extremes,
         })
@@ -255,11 +275,6 @@ impl WindowBins<'_> {
     /// rank `k` is found from the merged counts and only that bin's
     /// records are read from each source.
     pub fn value_at_rank(&self, rank: impl FnOnce(u64) -> u64) -> Result<Option<u64>> {
-        let Some(counts) = &self.counts else {
-            return self
-                .snap
-                .value_at_rank_scanned(&self.views, self.t0, self.t1, rank);
-        };
         let n = self.agg.count;
         if n == 0 {
             return Ok(None);
@@ -268,6 +283,10 @@ impl WindowBins<'_> {
         if k == 0 || k > n {
             return Ok(None);
         }
+        let counts = match &self.bins {
+            Gathered::Counts(counts) => counts,
+            Gathered::Values(values) => return Ok(values.get((k - 1) as usize).copied()),
+        };
         let mut before = 0u64;
         let mut target = None;
         for (b, &c) in counts.iter().enumerate() {
