@@ -192,6 +192,13 @@ proptest! {
                 );
                 prop_assert_eq!(&row(&snap, &alone, 1)?[0], &influx_percentile(&v, p), "{}", alone);
             }
+            // count() alone: the time index, no range index.
+            let text = format!(
+                "SELECT count(duration_us) FROM syscall WHERE name = 'pread64' AND {time}"
+            );
+            let got = row(&snap, &text, 1)?;
+            let got = if got[0] == Cell::Null { Cell::UInt(0) } else { got[0].clone() };
+            prop_assert_eq!(got, Cell::UInt(v.len() as u64), "{}", text);
             // Every other indexed function from the same one pass.
             let text = format!(
                 "SELECT min(duration_us), sum(duration_us), mean(duration_us), \
