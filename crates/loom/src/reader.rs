@@ -84,6 +84,17 @@ impl Reader {
         self.snapshot().aggregate_many(ids, t0, t1)
     }
 
+    /// See [`Snapshot::aggregate_many_with`].
+    pub fn aggregate_many_with(
+        &self,
+        ids: &[SourceId],
+        t0: u64,
+        t1: u64,
+        extremes: crate::Extremes,
+    ) -> Result<Aggregate> {
+        self.snapshot().aggregate_many_with(ids, t0, t1, extremes)
+    }
+
     /// See [`Snapshot::max_many`].
     pub fn max_many(&self, ids: &[SourceId], t0: u64, t1: u64) -> Result<Option<u64>> {
         self.snapshot().max_many(ids, t0, t1)

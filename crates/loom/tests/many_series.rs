@@ -1,6 +1,6 @@
 //! Percentile, count and aggregate over many series in one call
-//! (`percentile_many`, `count_many`, `aggregate_many`, `max_many`,
-//! `min_many`, `window_many`) equal brute force
+//! (`percentile_many`, `count_many`, `aggregate_many`, `aggregate_many_with`,
+//! `max_many`, `min_many`, `window_many`) equal brute force
 //! over the union of the series' records: 1 to 200 series (some empty,
 //! some holding one record), values with many ties, windows in memory, on
 //! disk, across both, empty and beyond the data, quantiles 0, 0.5, 0.9999,
@@ -216,6 +216,7 @@ fn check(reader: &Reader, c: &Case, recs: &[Rec], ids: &[SourceId]) -> Result<()
                     t1
                 );
                 prop_assert_eq!(w.count(), want.count);
+                prop_assert_eq!(snap.aggregate_many_with(&asked, t0, t1, extremes)?, only);
                 for &q in &c.quantiles {
                     prop_assert_eq!(w.percentile(q)?, brute_percentile(recs, &set, t0b, t1b, q));
                 }

@@ -114,6 +114,25 @@ impl Snapshot {
         self.each_in_tail(sv, t0, t1, |_, bytes| agg.add(ix.value(bytes)))
     }
 
+    /// [`Self::aggregate_many`] with only the extremes in `extremes`
+    /// (the others `None`): a window's left edge chunks are then answered
+    /// from their summaries more often (a minimum is often also among the
+    /// records before the window, where the summaries cannot tell).
+    pub fn aggregate_many_with(
+        &self,
+        ids: &[SourceId],
+        t0: u64,
+        t1: u64,
+        extremes: Extremes,
+    ) -> Result<Aggregate> {
+        let a = self.aggregate_many_needing(ids, t0, t1, extremes)?;
+        Ok(Aggregate {
+            min: a.min.filter(|_| extremes.min),
+            max: a.max.filter(|_| extremes.max),
+            ..a
+        })
+    }
+
     /// [`Self::aggregate_many`] asked for the extremes in `need` only.
     fn aggregate_many_needing(
         &self,
