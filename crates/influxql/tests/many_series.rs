@@ -1,5 +1,5 @@
 //! The paper's P2 shape over many series: `percentile`, `max` and `count`
-//! of `duration_us` `FROM syscall WHERE name = 'pread64'` when 1 to 200
+//! (and `min`, `sum`, `mean`, answered from the same pass) of `duration_us` `FROM syscall WHERE name = 'pread64'` when 1 to 200
 //! series (one per `comm`) carry that name, some of them empty, beside
 //! series of another name that must not count. Every answer equals brute
 //! force over the same records, computed here from the records and
@@ -192,6 +192,41 @@ proptest! {
                 );
                 prop_assert_eq!(&row(&snap, &alone, 1)?[0], &influx_percentile(&v, p), "{}", alone);
             }
+            // count() alone: the time index, no range index.
+            let text = format!(
+                "SELECT count(duration_us) FROM syscall WHERE name = 'pread64' AND {time}"
+            );
+            let got = row(&snap, &text, 1)?;
+            let got = if got[0] == Cell::Null { Cell::UInt(0) } else { got[0].clone() };
+            prop_assert_eq!(got, Cell::UInt(v.len() as u64), "{}", text);
+            // Every other indexed function from the same one pass.
+            let text = format!(
+                "SELECT min(duration_us), sum(duration_us), mean(duration_us), \
+                 percentile(duration_us, 50) FROM syscall WHERE name = 'pread64' AND {time}"
+            );
+            let sum: u128 = v.iter().map(|&d| u128::from(d)).sum();
+            let want = if v.is_empty() {
+                vec![Cell::Null; 4]
+            } else {
+                vec![
+                    Cell::UInt(v[0]),
+                    u64::try_from(sum).map_or(Cell::Float(sum as f64), Cell::UInt),
+                    Cell::Float(sum as f64 / v.len() as f64),
+                    influx_percentile(&v, 50.0),
+                ]
+            };
+            prop_assert_eq!(row(&snap, &text, 4)?, want.clone(), "{}", text);
+            // Without a percentile: no merged bins, one aggregate pass.
+            let text = format!(
+                "SELECT max(duration_us), sum(duration_us), min(duration_us) \
+                 FROM syscall WHERE name = 'pread64' AND {time}"
+            );
+            let want = if v.is_empty() {
+                vec![Cell::Null; 3]
+            } else {
+                vec![Cell::UInt(v[v.len() - 1]), want[1].clone(), Cell::UInt(v[0])]
+            };
+            prop_assert_eq!(row(&snap, &text, 3)?, want, "{}", text);
         }
     }
 }

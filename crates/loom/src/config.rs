@@ -42,7 +42,7 @@ pub struct Config {
     pub seal_after_us: Option<u64>,
     /// Bytes of chunks read from segment files that are kept for later
     /// queries (a query over many series reads every series' edge chunks,
-    /// and `max` and `percentile` of one statement read them twice).
+    /// and a statement's percentile reads some of them again for its bin).
     /// Default 32 MiB; 0 keeps none. Read-only opens use the default.
     pub chunk_cache_bytes: usize,
     /// Bytes of range-index summaries held in memory, so index memory is

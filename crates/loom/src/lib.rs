@@ -59,7 +59,7 @@ pub use config::{Config, FlushMode};
 pub use error::{Error, Result};
 pub use gate::{Admission, ConnectionGate};
 pub use query::percentile_rank as nearest_rank;
-pub use query::{Aggregate, CountResult, IndexMode, ScanStats};
+pub use query::{Aggregate, CountResult, Extremes, IndexMode, ScanStats, WindowBins};
 pub use reader::Reader;
 pub use record_builder::{fixed_len, RecordBuilder};
 pub use schema::{find_field, FieldDef, FieldType, IndexDef, SourceSchema, Value};

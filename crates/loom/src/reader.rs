@@ -84,6 +84,27 @@ impl Reader {
         self.snapshot().aggregate_many(ids, t0, t1)
     }
 
+    /// See [`Snapshot::aggregate_many_with`].
+    pub fn aggregate_many_with(
+        &self,
+        ids: &[SourceId],
+        t0: u64,
+        t1: u64,
+        extremes: crate::Extremes,
+    ) -> Result<Aggregate> {
+        self.snapshot().aggregate_many_with(ids, t0, t1, extremes)
+    }
+
+    /// See [`Snapshot::max_many`].
+    pub fn max_many(&self, ids: &[SourceId], t0: u64, t1: u64) -> Result<Option<u64>> {
+        self.snapshot().max_many(ids, t0, t1)
+    }
+
+    /// See [`Snapshot::min_many`].
+    pub fn min_many(&self, ids: &[SourceId], t0: u64, t1: u64) -> Result<Option<u64>> {
+        self.snapshot().min_many(ids, t0, t1)
+    }
+
     /// See [`Snapshot::count_many`].
     pub fn count_many(&self, ids: &[SourceId], t0: u64, t1: u64) -> Result<u64> {
         self.snapshot().count_many(ids, t0, t1)

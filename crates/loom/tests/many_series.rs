@@ -1,5 +1,6 @@
 //! Percentile, count and aggregate over many series in one call
-//! (`percentile_many`, `count_many`, `aggregate_many`) equal brute force
+//! (`percentile_many`, `count_many`, `aggregate_many`, `aggregate_many_with`,
+//! `max_many`, `min_many`, `window_many`) equal brute force
 //! over the union of the series' records: 1 to 200 series (some empty,
 //! some holding one record), values with many ties, windows in memory, on
 //! disk, across both, empty and beyond the data, quantiles 0, 0.5, 0.9999,
@@ -13,7 +14,8 @@ mod common;
 
 use common::{record, small_config, value_of};
 use loom::{
-    Aggregate, FieldDef, FieldType, IndexDef, RangeIndexSpec, Reader, SourceId, SourceSchema,
+    Aggregate, Extremes, FieldDef, FieldType, IndexDef, RangeIndexSpec, Reader, SourceId,
+    SourceSchema,
 };
 use proptest::prelude::*;
 
@@ -178,14 +180,47 @@ fn check(reader: &Reader, c: &Case, recs: &[Rec], ids: &[SourceId]) -> Result<()
                 t0,
                 t1
             );
+            let want = brute_aggregate(recs, &set, t0b, t1b);
             prop_assert_eq!(
                 snap.aggregate_many(&asked, t0, t1)?,
-                brute_aggregate(recs, &set, t0b, t1b),
+                want,
                 "aggregate of {:?} over [{}, {}]",
                 set,
                 t0,
                 t1
             );
+            // One extreme only: left edges answered from their summaries.
+            prop_assert_eq!(snap.max_many(&asked, t0, t1)?, want.max, "max of {:?}", set);
+            prop_assert_eq!(snap.min_many(&asked, t0, t1)?, want.min, "min of {:?}", set);
+            // One pass, any number of ranks and the extremes asked for.
+            for extremes in [
+                Extremes::NONE,
+                Extremes::BOTH,
+                Extremes {
+                    min: false,
+                    max: true,
+                },
+            ] {
+                let w = snap.window_many(&asked, t0, t1, extremes)?;
+                let only = Aggregate {
+                    min: want.min.filter(|_| extremes.min),
+                    max: want.max.filter(|_| extremes.max),
+                    ..want
+                };
+                prop_assert_eq!(
+                    w.aggregate(),
+                    only,
+                    "window of {:?} over [{}, {}]",
+                    set,
+                    t0,
+                    t1
+                );
+                prop_assert_eq!(w.count(), want.count);
+                prop_assert_eq!(snap.aggregate_many_with(&asked, t0, t1, extremes)?, only);
+                for &q in &c.quantiles {
+                    prop_assert_eq!(w.percentile(q)?, brute_percentile(recs, &set, t0b, t1b, q));
+                }
+            }
         }
     }
     Ok(())

@@ -134,12 +134,27 @@ impl<'a> RecordIter<'a> {
 impl<'a> Iterator for RecordIter<'a> {
     type Item = Result<(u64, &'a [u8]), &'static str>;
 
-    #[inline]
+    #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
         if self.remaining == 0 {
             return None;
         }
         self.remaining -= 1;
+        // A busy source's usual record: one-byte delta and length. Queries
+        // walk edge chunks record by record, so this path is their cost.
+        if let Some(&[delta, len]) = self.payload.get(self.pos..self.pos.wrapping_add(2)) {
+            if (delta | len) < 0x80 {
+                let start = self.pos + 2;
+                if let (Some(bytes), Some(ts)) = (
+                    self.payload.get(start..start + usize::from(len)),
+                    self.ts.checked_add(u64::from(delta)),
+                ) {
+                    self.ts = ts;
+                    self.pos = start + usize::from(len);
+                    return Some(Ok((ts, bytes)));
+                }
+            }
+        }
         let delta = match get_varint(self.payload, &mut self.pos) {
             Some(d) => d,
             None => return Some(Err("truncated timestamp delta")),
@@ -208,6 +223,13 @@ mod tests {
         assert!(matches!(it.next(), Some(Err(_))));
         let short = [0u8, 200];
         let mut it = RecordIter::new(&short, 0, 1);
+        assert!(matches!(it.next(), Some(Err(_))));
+        // One-byte delta and length (the fast path) running past the end.
+        let cut = [1u8, 5, 9, 9];
+        let mut it = RecordIter::new(&cut, 0, 1);
+        assert!(matches!(it.next(), Some(Err(_))));
+        // A timestamp that would overflow, on the fast path too.
+        let mut it = RecordIter::new(&[3u8, 0], u64::MAX - 1, 1);
         assert!(matches!(it.next(), Some(Err(_))));
     }
 

@@ -7,13 +7,16 @@
 
 mod ablation;
 mod aggregate;
+mod edge;
 mod log_scan;
 pub(crate) mod percentile;
 mod range_scan;
+mod window;
 
 pub use ablation::{CountResult, IndexMode};
 pub use aggregate::Aggregate;
 pub use percentile::nearest_rank as percentile_rank;
+pub use window::{Extremes, WindowBins};
 
 /// How much work a scanning query did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -8,6 +8,7 @@
 
 use crate::error::{Error, Result};
 use crate::index::state::IndexState;
+use crate::query::window::Extremes;
 use crate::snapshot::{Snapshot, SourceView};
 use crate::source::SourceId;
 
@@ -18,7 +19,7 @@ pub fn nearest_rank(q: f64, n: u64) -> u64 {
 }
 
 /// Each series once, in the writer's order, with its range index.
-fn indexed_views<'a>(
+pub(crate) fn indexed_views<'a>(
     snap: &'a Snapshot,
     ids: &[SourceId],
 ) -> Result<Vec<(&'a SourceView, &'a IndexState)>> {
@@ -93,99 +94,14 @@ impl Snapshot {
         t1: u64,
         rank: impl FnOnce(u64) -> u64,
     ) -> Result<Option<u64>> {
-        let views = indexed_views(self, ids)?;
-        let Some(&(_, first)) = views.first() else {
-            return Ok(None);
-        };
-        if t0 > t1 {
-            return Ok(None);
-        }
-        if !views
-            .iter()
-            .all(|(_, ix)| ix.same_bins(first.min, first.interval, first.n_bins))
-        {
-            return self.value_at_rank_scanned(&views, t0, t1, rank);
-        }
-        let mut counts = vec![0u64; first.bins.total()];
-        for &(sv, ix) in &views {
-            self.count_bins(sv, ix, t0, t1, &mut counts)?;
-        }
-        let n: u64 = counts.iter().sum();
-        if n == 0 {
-            return Ok(None);
-        }
-        let k = rank(n);
-        if k == 0 || k > n {
-            return Ok(None);
-        }
-        let mut before = 0u64;
-        let mut target = None;
-        for (b, &c) in counts.iter().enumerate() {
-            if before + c >= k {
-                target = Some(b as u32);
-                break;
-            }
-            before += c;
-        }
-        let Some(target) = target else {
-            return Err(Error::corrupted(0, "bin counts do not add up"));
-        };
-        let mut values = Vec::with_capacity(counts[target as usize] as usize);
-        for &(sv, ix) in &views {
-            self.values_in_bin(sv, ix, t0, t1, target, &mut values)?;
-        }
-        let r = (k - before) as usize;
-        if r == 0 || r > values.len() {
-            return Err(Error::corrupted(
-                0,
-                format!(
-                    "bin {target} holds {} values, rank {r} wanted",
-                    values.len()
-                ),
-            ));
-        }
-        let (_, v, _) = values.select_nth_unstable(r - 1);
-        Ok(Some(*v))
-    }
-
-    /// Adds the source's values in `[t0, t1]` to `counts` by bin: from
-    /// summaries for summarised chunks inside the window, by reading the
-    /// others (edge chunks, chunks not summarised yet, the tail).
-    fn count_bins(
-        &self,
-        sv: &SourceView,
-        ix: &IndexState,
-        t0: u64,
-        t1: u64,
-        counts: &mut [u64],
-    ) -> Result<()> {
-        let add = |counts: &mut [u64], bytes: &[u8]| {
-            if let Some(c) = counts.get_mut(ix.bins.bin_of(ix.value(bytes)) as usize) {
-                *c += 1;
-            }
-        };
-        for i in sv.dir.overlapping(t0, t1)? {
-            let Some(c) = sv.dir.get(i)? else { break };
-            match self.covered_summaries(sv, i, &c, (t0, t1)) {
-                Some(bins) => {
-                    for b in bins {
-                        if let Some(c) = counts.get_mut(b.bin as usize) {
-                            *c += u64::from(b.count);
-                        }
-                    }
-                }
-                None => {
-                    self.each_in_chunk(c.addr, t0, t1, |_, b| add(counts, b))?;
-                }
-            }
-        }
-        self.each_in_tail(sv, t0, t1, |_, b| add(counts, b))
+        self.window_many(ids, t0, t1, Extremes::NONE)?
+            .value_at_rank(rank)
     }
 
     /// Appends the source's values in `[t0, t1]` that fall in bin `target`,
     /// reading only chunks whose summaries hold that bin (and those without
     /// summaries).
-    fn values_in_bin(
+    pub(crate) fn values_in_bin(
         &self,
         sv: &SourceView,
         ix: &IndexState,
@@ -212,15 +128,14 @@ impl Snapshot {
         self.each_in_tail(sv, t0, t1, &mut take)
     }
 
-    /// The exact answer for sources whose bin layouts differ: every value
-    /// of the window is read.
-    fn value_at_rank_scanned(
+    /// Every indexed value of the sources in `[t0, t1]`, sorted: the exact
+    /// answer for sources whose bin layouts differ.
+    pub(crate) fn values_sorted(
         &self,
         views: &[(&SourceView, &IndexState)],
         t0: u64,
         t1: u64,
-        rank: impl FnOnce(u64) -> u64,
-    ) -> Result<Option<u64>> {
+    ) -> Result<Vec<u64>> {
         let mut values = Vec::new();
         for &(sv, ix) in views {
             let mut take = |_: u64, bytes: &[u8]| values.push(ix.value(bytes));
@@ -230,12 +145,7 @@ impl Snapshot {
             }
             self.each_in_tail(sv, t0, t1, &mut take)?;
         }
-        let n = values.len() as u64;
-        let k = if n == 0 { 0 } else { rank(n) };
-        if k == 0 || k > n {
-            return Ok(None);
-        }
-        let (_, v, _) = values.select_nth_unstable((k - 1) as usize);
-        Ok(Some(*v))
+        values.sort_unstable();
+        Ok(values)
     }
 }

@@ -1,8 +1,9 @@
 //! Chunks read from segment files, kept for the next query that needs them.
 //!
 //! A query over many series reads the two edge chunks of every series (the
-//! chunks the window cuts), and `max` and `percentile` of one statement
-//! read them again; each read from disk costs a `pread`, a frame checksum,
+//! chunks the window cuts), a statement's percentile reads again those
+//! holding its bin, and the next statement over a similar window reads
+//! them again; each read from disk costs a `pread`, a frame checksum,
 //! decompression and the chunk's own checksum (about 60–100 µs for a
 //! 64 KiB chunk here). A chunk at a log address never changes while a
 //! store is open (addresses are written once; retention only removes), so

@@ -2,7 +2,7 @@
 //! answered from the range index when it can be (index field, no field
 //! predicate) and by one scan of the bucket otherwise.
 
-use loom::{Snapshot, Value};
+use loom::{Aggregate, Extremes, Snapshot, Value, WindowBins};
 
 use crate::error::Result;
 use crate::exec::access::Access;
@@ -187,6 +187,16 @@ fn time_of(snap: &Snapshot, group: &Group, t0: u64, t1: u64, v: u64) -> Result<O
     Ok(best)
 }
 
+/// The extremes the calls among `calls` ask for.
+fn extremes_of<'a>(calls: impl IntoIterator<Item = &'a Call>) -> Extremes {
+    let mut e = Extremes::NONE;
+    for c in calls {
+        e.min |= c.func == Func::Min;
+        e.max |= c.func == Func::Max;
+    }
+    e
+}
+
 fn indexed_call(
     snap: &Snapshot,
     call: &Call,
@@ -196,48 +206,111 @@ fn indexed_call(
 ) -> Result<(Cell, Option<u64>)> {
     // One engine call over the group's series: their range-index bin
     // counts are merged, so many series cost what one holding the same
-    // records costs.
+    // records costs. count() needs no range index.
     let ids: Vec<loom::SourceId> = group.series.iter().map(|s| s.id).collect();
-    match call.func {
-        Func::Count => Ok((Cell::UInt(snap.count_many(&ids, t0, t1)?), None)),
+    if call.func == Func::Count {
+        return Ok((Cell::UInt(snap.count_many(&ids, t0, t1)?), None));
+    }
+    let (w, a) = window(snap, &ids, (t0, t1), std::slice::from_ref(call))?;
+    window_call(snap, (&a, w.as_ref()), call, group, (t0, t1), want_time)
+}
+
+/// One pass over the window of the group's series for `calls`: merged bin
+/// counts only when a percentile needs them (80 KB per bucket for 10 000
+/// bins, which a fine `GROUP BY time` would pay per bucket), the count,
+/// sum and the extremes the calls ask for.
+fn window<'a>(
+    snap: &'a Snapshot,
+    ids: &[loom::SourceId],
+    (t0, t1): (u64, u64),
+    calls: &[Call],
+) -> Result<(Option<WindowBins<'a>>, Aggregate)> {
+    let extremes = extremes_of(calls);
+    if calls.iter().any(|c| matches!(c.func, Func::Percentile(_))) {
+        let w = snap.window_many(ids, t0, t1, extremes)?;
+        let a = w.aggregate();
+        Ok((Some(w), a))
+    } else {
+        Ok((None, snap.aggregate_many_with(ids, t0, t1, extremes)?))
+    }
+}
+
+/// `call`'s answer from the window's aggregate `a` and merged bins `w`
+/// (gathered by `window` for calls including this one).
+fn window_call(
+    snap: &Snapshot,
+    (a, w): (&Aggregate, Option<&WindowBins<'_>>),
+    call: &Call,
+    group: &Group,
+    (t0, t1): (u64, u64),
+    want_time: bool,
+) -> Result<(Cell, Option<u64>)> {
+    let (cell, picked) = match call.func {
+        Func::Count => return Ok((Cell::UInt(a.count), None)),
         Func::Percentile(p) => {
-            let v = snap.value_at_rank_many(&ids, t0, t1, |n| influx_rank(n, p).unwrap_or(0))?;
-            match v {
-                None => Ok((Cell::Null, None)),
-                Some(v) => {
-                    let t = if want_time {
-                        time_of(snap, group, t0, t1, v)?
-                    } else {
-                        None
-                    };
-                    Ok((Cell::UInt(v), t))
+            let rank = |n| influx_rank(n, p).unwrap_or(0);
+            let v = match w {
+                Some(w) => w.value_at_rank(rank)?,
+                None => {
+                    let ids: Vec<loom::SourceId> = group.series.iter().map(|s| s.id).collect();
+                    snap.value_at_rank_many(&ids, t0, t1, rank)?
                 }
-            }
+            };
+            (v.map_or(Cell::Null, Cell::UInt), v)
         }
-        func => {
-            let a = snap.aggregate_many(&ids, t0, t1)?;
-            let count = a.count;
+        Func::Min => (a.min.map_or(Cell::Null, Cell::UInt), a.min),
+        Func::Max => (a.max.map_or(Cell::Null, Cell::UInt), a.max),
+        _ if a.count == 0 => (Cell::Null, None),
+        Func::Sum | Func::Mean => {
             let mut sum = Sum::default();
             sum.add_unsigned_total(a.sum);
-            let (min, max) = (a.min, a.max);
-            let picked = match func {
-                Func::Min => min,
-                Func::Max => max,
-                _ => None,
+            let cell = if call.func == Func::Sum {
+                sum.cell()
+            } else {
+                Cell::Float(sum.as_f64() / a.count as f64)
             };
-            let cell = match func {
-                _ if count == 0 => Cell::Null,
-                Func::Sum => sum.cell(),
-                Func::Mean => Cell::Float(sum.as_f64() / count as f64),
-                _ => picked.map_or(Cell::Null, Cell::UInt),
-            };
-            let t = match (want_time, picked) {
-                (true, Some(v)) => time_of(snap, group, t0, t1, v)?,
-                _ => None,
-            };
-            Ok((cell, t))
+            (cell, None)
         }
+        _ => (Cell::Null, None),
+    };
+    let t = match (want_time, picked) {
+        (true, Some(v)) => time_of(snap, group, t0, t1, v)?,
+        _ => None,
+    };
+    Ok((cell, t))
+}
+
+/// A bucket whose every call is answered from the index: one pass over
+/// the window gathers what they all need (count, sum, extremes, merged
+/// bins when a percentile is asked).
+fn indexed_bucket(
+    snap: &Snapshot,
+    plan: &AggregatePlan,
+    group: &Group,
+    (t0, t1): (u64, u64),
+) -> Result<(u64, Vec<Answer>)> {
+    let ids: Vec<loom::SourceId> = group.series.iter().map(|s| s.id).collect();
+    if plan.calls.iter().all(|c| c.func == Func::Count) {
+        let n = snap.count_many(&ids, t0, t1)?;
+        if n == 0 {
+            return Ok((0, Vec::new()));
+        }
+        return Ok((
+            n,
+            plan.calls.iter().map(|_| (Cell::UInt(n), None)).collect(),
+        ));
     }
+    let (w, a) = window(snap, &ids, (t0, t1), &plan.calls)?;
+    if a.count == 0 {
+        return Ok((0, Vec::new()));
+    }
+    let want_time = plan.selector_time;
+    let answers = plan
+        .calls
+        .iter()
+        .map(|c| window_call(snap, (&a, w.as_ref()), c, group, (t0, t1), want_time))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((a.count, answers))
 }
 
 /// The exact range of indexed values a count-only plan asks for, when every
@@ -356,9 +429,7 @@ fn bucket(
             }
         }
     } else {
-        for s in &group.series {
-            points += snap.count(s.id, t0, t1)?;
-        }
+        return indexed_bucket(snap, plan, group, (t0, t1));
     }
     if points == 0 {
         return Ok((0, Vec::new()));

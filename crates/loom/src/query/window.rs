@@ -1,0 +1,320 @@
+//! One pass over a window of many series: their merged bin counts and
+//! aggregate, from which any number of ranks (percentiles) and the count,
+//! sum, min and max are answered without reading the window again.
+//!
+//! A question such as the paper's P2 (max and p99.99 over 60 s) over a
+//! hundred series spends most of its time walking each series' edge chunks
+//! (see `query::edge`); asking every function its own pass walks them once
+//! per function. [`WindowBins`] walks them once.
+
+use crate::bin_summary::BinSummary;
+use crate::error::{Error, Result};
+use crate::index::state::IndexState;
+use crate::query::edge::{from_summaries, is_left_edge};
+use crate::query::percentile::{indexed_views, nearest_rank};
+use crate::query::Aggregate;
+use crate::snapshot::{Snapshot, SourceView};
+use crate::source::SourceId;
+
+/// Which extremes a [`WindowBins`] (or an aggregate) must find exactly;
+/// the count and sum always are. Asking for fewer lets a window's left edge
+/// chunks be answered from their summaries more often.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Extremes {
+    /// The smallest value.
+    pub min: bool,
+    /// The largest value.
+    pub max: bool,
+}
+
+impl Extremes {
+    /// Both extremes.
+    pub const BOTH: Extremes = Extremes {
+        min: true,
+        max: true,
+    };
+    /// Neither extreme (count and sum only).
+    pub const NONE: Extremes = Extremes {
+        min: false,
+        max: false,
+    };
+}
+
+/// Reused buffers: a left edge's summaries and its values before the window.
+pub(crate) type EdgeScratch = (Vec<BinSummary>, Vec<u64>);
+
+/// Count, sum and extremes of values read one by one.
+struct Walked {
+    count: u64,
+    sum: u128,
+    min: u64,
+    max: u64,
+}
+
+impl Default for Walked {
+    fn default() -> Self {
+        Walked {
+            count: 0,
+            sum: 0,
+            min: u64::MAX,
+            max: 0,
+        }
+    }
+}
+
+impl Walked {
+    #[inline(always)]
+    fn add(&mut self, v: u64) {
+        self.count += 1;
+        self.sum += u128::from(v);
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+    }
+}
+
+/// What [`WindowBins`] holds to find a rank.
+enum Gathered {
+    /// The sources' bin counts added up (one bin layout).
+    Counts(Vec<u64>),
+    /// Every value of the window, sorted (bin layouts that differ).
+    Values(Vec<u64>),
+}
+
+/// The indexed values of several sources over one window, gathered in one
+/// pass by [`Snapshot::window_many`].
+pub struct WindowBins<'a> {
+    snap: &'a Snapshot,
+    views: Vec<(&'a SourceView, &'a IndexState)>,
+    t0: u64,
+    t1: u64,
+    /// Merged bin counts, or when the sources' bin layouts differ every
+    /// value of the window, sorted.
+    bins: Gathered,
+    agg: Aggregate,
+    extremes: Extremes,
+}
+
+impl Snapshot {
+    /// Gathers the indexed values of every source in `ids` (each counted
+    /// once) over `[t0, t1]` in one pass: their merged bin counts when
+    /// their range indexes share one bin layout, and their count, sum and
+    /// the `extremes` asked for. Chunks inside the window are answered from
+    /// their summaries, a left edge from its summaries less its records
+    /// before `t0`, the others read. Sources whose bin layouts differ
+    /// have every value of the window read and kept, sorted (still one
+    /// pass). Every source needs a range index
+    /// ([`Error::NoRangeIndex`]); an unknown id is [`Error::UnknownSource`].
+    pub fn window_many(
+        &self,
+        ids: &[SourceId],
+        t0: u64,
+        t1: u64,
+        extremes: Extremes,
+    ) -> Result<WindowBins<'_>> {
+        let views = indexed_views(self, ids)?;
+        let mut agg = Aggregate::default();
+        let mut scratch = EdgeScratch::default();
+        let first = views.first().map(|&(_, ix)| ix);
+        let shared = first.filter(|f| {
+            views
+                .iter()
+                .all(|(_, ix)| ix.same_bins(f.min, f.interval, f.n_bins))
+        });
+        let bins = match shared {
+            Some(f) => {
+                let mut counts = vec![0u64; f.bins.total()];
+                if t0 <= t1 {
+                    for &(sv, ix) in &views {
+                        let into = (counts.as_mut_slice(), &mut agg);
+                        self.gather((sv, ix), t0, t1, extremes, into, &mut scratch)?;
+                    }
+                }
+                Gathered::Counts(counts)
+            }
+            None => {
+                let values = if t0 <= t1 {
+                    self.values_sorted(&views, t0, t1)?
+                } else {
+                    Vec::new()
+                };
+                for &v in &values {
+                    agg.add(v);
+                }
+                Gathered::Values(values)
+            }
+        };
+        Ok(WindowBins {
+            snap: self,
+            views,
+            t0,
+            t1,
+            bins,
+            agg,
+            extremes,
+        })
+    }
+
+    /// Adds the source's values in `[t0, t1]` to `counts` by bin and to
+    /// `agg`: from summaries for summarised chunks inside the window, and
+    /// for a summarised left edge its summaries less its records before
+    /// `t0`; by reading the others (the right edge, chunks not summarised
+    /// yet, the tail).
+    fn gather(
+        &self,
+        (sv, ix): (&SourceView, &IndexState),
+        t0: u64,
+        t1: u64,
+        need: Extremes,
+        (counts, agg): (&mut [u64], &mut Aggregate),
+        scratch: &mut EdgeScratch,
+    ) -> Result<()> {
+        // Values read one by one go to a plain accumulator (no `Option`s
+        // per value), added to `agg` at the end.
+        let mut walked = Walked::default();
+        let add = |counts: &mut [u64], walked: &mut Walked, v: u64| {
+            if let Some(c) = counts.get_mut(ix.bins.bin_of(v) as usize) {
+                *c += 1;
+            }
+            walked.add(v);
+        };
+        for i in sv.dir.overlapping(t0, t1)? {
+            let Some(c) = sv.dir.get(i)? else { break };
+            if let Some(bins) = self.covered_summaries(sv, i, &c, (t0, t1)) {
+                for b in bins {
+                    if let Some(c) = counts.get_mut(b.bin as usize) {
+                        *c += u64::from(b.count);
+                    }
+                    agg.merge_bin(&b);
+                }
+                continue;
+            }
+            let summaries = self.summaries(sv, i).filter(|_| is_left_edge(&c, t0, t1));
+            let Some(bins) = summaries else {
+                self.each_in_chunk(c.addr, t0, t1, |_, b| add(counts, &mut walked, ix.value(b)))?;
+                continue;
+            };
+            let (summaries, before) = scratch;
+            summaries.clear();
+            summaries.extend(bins);
+            summaries.sort_unstable_by_key(|b| b.bin);
+            let mut part = None;
+            self.split_left_edge(
+                c.addr,
+                t0,
+                |bytes| ix.value(bytes),
+                before,
+                |before| {
+                    part = from_summaries(ix, summaries, before, need);
+                    part.is_some()
+                },
+                |v| add(counts, &mut walked, v),
+            )?;
+            let Some(part) = part else { continue };
+            // The chunk's counts less those of its records before t0.
+            agg.merge_part(&part);
+            for b in summaries.iter() {
+                if let Some(c) = counts.get_mut(b.bin as usize) {
+                    *c += u64::from(b.count);
+                }
+            }
+            for &v in before.iter() {
+                let bin = ix.bins.bin_of(v) as usize;
+                match counts.get(bin).and_then(|n| n.checked_sub(1)) {
+                    Some(less) => counts[bin] = less,
+                    None => {
+                        return Err(Error::corrupted(
+                            c.addr,
+                            "a record's bin is missing from its chunk's summaries",
+                        ))
+                    }
+                }
+            }
+        }
+        self.each_in_tail(sv, t0, t1, |_, b| add(counts, &mut walked, ix.value(b)))?;
+        if walked.count > 0 {
+            agg.merge_part(&Aggregate {
+                count: walked.count,
+                sum: walked.sum,
+                min: Some(walked.min),
+                max: Some(walked.max),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl WindowBins<'_> {
+    /// Records in the window.
+    pub fn count(&self) -> u64 {
+        self.agg.count
+    }
+
+    /// Count, sum and the extremes asked for (`None` for one not asked
+    /// for, and both for an empty window).
+    pub fn aggregate(&self) -> Aggregate {
+        Aggregate {
+            min: self.agg.min.filter(|_| self.extremes.min),
+            max: self.agg.max.filter(|_| self.extremes.max),
+            ..self.agg
+        }
+    }
+
+    /// The value at quantile `q` (nearest rank), as
+    /// [`Snapshot::percentile_many`].
+    pub fn percentile(&self, q: f64) -> Result<Option<u64>> {
+        if !(0.0..=1.0).contains(&q) {
+            return Err(Error::InvalidQuery(format!(
+                "quantile {q} is outside 0..=1"
+            )));
+        }
+        self.value_at_rank(|n| nearest_rank(q, n))
+    }
+
+    /// The `k`-th smallest (1-based) value, `k = rank(n)` for the window's
+    /// `n` values, as [`Snapshot::value_at_rank_many`]: the bin holding
+    /// rank `k` is found from the merged counts and only that bin's
+    /// records are read from each source.
+    pub fn value_at_rank(&self, rank: impl FnOnce(u64) -> u64) -> Result<Option<u64>> {
+        let n = self.agg.count;
+        if n == 0 {
+            return Ok(None);
+        }
+        let k = rank(n);
+        if k == 0 || k > n {
+            return Ok(None);
+        }
+        let counts = match &self.bins {
+            Gathered::Counts(counts) => counts,
+            Gathered::Values(values) => return Ok(values.get((k - 1) as usize).copied()),
+        };
+        let mut before = 0u64;
+        let mut target = None;
+        for (b, &c) in counts.iter().enumerate() {
+            if before + c >= k {
+                target = Some(b as u32);
+                break;
+            }
+            before += c;
+        }
+        let Some(target) = target else {
+            return Err(Error::corrupted(0, "bin counts do not add up"));
+        };
+        let mut values = Vec::with_capacity(counts[target as usize] as usize);
+        for &(sv, ix) in &self.views {
+            self.snap
+                .values_in_bin(sv, ix, self.t0, self.t1, target, &mut values)?;
+        }
+        let r = (k - before) as usize;
+        if r == 0 || r > values.len() {
+            return Err(Error::corrupted(
+                0,
+                format!(
+                    "bin {target} holds {} values, rank {r} wanted",
+                    values.len()
+                ),
+            ));
+        }
+        let (_, v, _) = values.select_nth_unstable(r - 1);
+        Ok(Some(*v))
+    }
+}
