@@ -4,7 +4,9 @@
 # then its recording replayed into the demo's loom-app) runs about SECONDS s
 # while loom-agent --all streams every process's events to a second loom-app
 # on this host. loom-app's VmRSS is sampled once a second; GNU time gives the
-# agent's CPU (user + sys) and peak RSS. Prints ALL lines and a result table:
+# agent's CPU (user + sys) and peak RSS. The agent's RSS holds its ring
+# buffers (each mapped twice, so a 16 MiB ring shows as 32 MB), so its own
+# memory (RssAnon, sampled) is printed beside. Prints ALL lines and a result table:
 # max RSS, CPU-s per million events, every drop the agent and loom-app count.
 # Usage: all-bench.sh [SECONDS] [AGENT PROBE FLAGS...]   (root; built binaries)
 set -euo pipefail
@@ -17,8 +19,8 @@ BIN=$ROOT/target/release
 WORK=$(mktemp -d)
 AG=
 cleanup() { # the agent runs under GNU time, so it is not one of our jobs
-  [ -n "$AG" ] && kill -INT "$AG" 2>/dev/null
-  kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"
+  if [ -n "$AG" ]; then kill -INT "$AG" 2>/dev/null; fi
+  kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$WORK"
 }
 trap cleanup EXIT
 
@@ -35,11 +37,13 @@ TIMED=$!
 for _ in $(seq 100); do grep -q attached "$WORK/agent.log" && break; sleep 0.1; done
 grep -q attached "$WORK/agent.log" || { echo "loom-agent did not attach:" >&2; cat "$WORK/agent.log" >&2; exit 1; }
 AG=$(pgrep -P $TIMED)
-APP_MAX=0
-app_rss() { # loom-app's VmRSS in kB, and the largest seen
-  local kb; kb=$(awk '/^VmRSS/ { print $2 }' "/proc/$APP/status")
-  [ "$kb" -gt "$APP_MAX" ] && APP_MAX=$kb
-  echo "$kb"
+APP_MAX=0 AG_ANON_MAX=0
+sample() { # the largest loom-app VmRSS and agent RssAnon seen, kB
+  local a g
+  a=$(awk '/^VmRSS/ { print $2 }' "/proc/$APP/status")
+  g=$(awk '/^RssAnon/ { print $2 }' "/proc/$AG/status" 2>/dev/null || echo 0)
+  if [ "$a" -gt "$APP_MAX" ]; then APP_MAX=$a; fi
+  if [ "${g:-0}" -gt "$AG_ANON_MAX" ]; then AG_ANON_MAX=$g; fi
 }
 
 record_s=$((SECONDS_RUN / 3 < 20 ? SECONDS_RUN / 3 : 20))
@@ -51,9 +55,11 @@ BIN=$BIN TMP_DATA_DIR=$WORK DEMO_ADDR=127.0.0.1:$((APORT + 1)) DEMO_RECORD_S=$re
 DEMO=$!
 i=0
 while kill -0 $DEMO 2>/dev/null; do
-  sleep 1; app_rss >/dev/null; i=$((i + 1))
+  sleep 1; sample; i=$((i + 1))
   if [ $((i % 10)) -eq 0 ]; then
-    echo "  [${i} s] demo: $(grep -E '^(==|demo done)' "$WORK/demo.log" | tail -n 1); loom-app RSS $(($(app_rss) / 1024)) MB, agent RSS $(awk '/^VmRSS/ { print int($2 / 1024) }' /proc/$AG/status) MB"
+    echo "  [${i} s] demo: $(grep -E '^(==|demo done)' "$WORK/demo.log" | tail -n 1)"
+    echo "  [${i} s] RSS MB: loom-app $(awk '/^VmRSS/ { print int($2 / 1024) }' /proc/$APP/status)," \
+      "agent $(awk '/^(VmRSS|RssAnon|RssFile|RssShmem)/ { printf "%s %d ", $1, $2 / 1024 }' /proc/$AG/status)"
     echo "  [${i} s] agent: $(grep -v '^AGENT' "$WORK/agent.log" | tail -n 1 | cut -c1-160)"
   fi
 done
@@ -62,7 +68,7 @@ kill -INT $AG; wait $TIMED || true
 elapsed=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 read -r ag_user ag_sys ag_kb <"$WORK/agent.time"
 ag_cpu=$(awk -v u="$ag_user" -v s="$ag_sys" 'BEGIN { print u + s }')
-app_rss >/dev/null
+sample
 sleep 2 # loom-app stores what the agent sent last
 kill -INT $APP; wait $APP || true
 agent=$(grep -o 'AGENT .*' "$WORK/agent.log")
@@ -72,7 +78,7 @@ events=$(field "$agent" events)
 echo "ALL seconds=$elapsed $agent"
 echo "ALL loom-app $stats"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
-awk -v ev="$events" -v cpu="$ag_cpu" -v s="$elapsed" -v app="$APP_MAX" -v ag="$ag_kb" \
+awk -v ev="$events" -v cpu="$ag_cpu" -v s="$elapsed" -v app="$APP_MAX" -v ag="$ag_kb" -v anon="$AG_ANON_MAX" \
   -v kd="$(field "$agent" kernel_drops)" -v cd="$(field "$agent" channel_drops)" \
   -v qd="$(field "$agent" queue_drops)" -v sd="$(field "$agent" send_drops)" \
   -v rd="$(field "$stats" dropped)" -v late="$(field "$stats" late)" -v sr="$(field "$stats" series_refused)" \
@@ -81,9 +87,10 @@ awk -v ev="$events" -v cpu="$ag_cpu" -v s="$elapsed" -v app="$APP_MAX" -v ag="$a
   printf "%-40s %14.0f %10s\n", "agent events", ev, ""
   printf "%-40s %14.0f %10s\n", "events/s", ev / s, ""
   printf "%-40s %14.0f %10s\n", "loom-app records ingested", ing, ""
-  printf "%-40s %14s %10s\n", "drops: kernel / queue / send", kd "/" cd + qd "/" sd, "0"
+  printf "%-40s %14s %10s\n", "drops: kernel / queue / send", kd "/" (cd + qd) "/" sd, "0"
   printf "%-40s %14s %10s\n", "loom-app dropped/late/refused/not stored", rd "/" late "/" sr "/" ns, "0"
   printf "%-40s %14.0f %10s\n", "loom-app max RSS (MB)", app / 1024, "<= 512"
   printf "%-40s %14.0f %10s\n", "agent max RSS (MB)", ag / 1024, "<= 64"
+  printf "%-40s %14.0f %10s\n", "  of which its own memory (RssAnon)", anon / 1024, ""
   printf "%-40s %14.2f %10s\n", "agent CPU-s", cpu, ""
-  printf "%-40s %14.3f %10s\n", "agent CPU-s per million events", ev > 0 ? cpu / (ev / 1e6) : 0, "<= 0.2" }'
+  printf "%-40s %14.3f %10s\n", "agent CPU-s per million events", (ev > 0 ? cpu / (ev / 1e6) : 0), "<= 0.2" }'

@@ -62,10 +62,10 @@ start_agent() { # $1: the host tag of this run's series
   for _ in $(seq 100); do grep -q attached "$WORK/agent.log" && return; sleep 0.1; done
   echo "loom-agent did not attach:" >&2; cat "$WORK/agent.log" >&2; exit 1
 }
-stop_agent() { # prints the agent's events and drops
+stop_agent() { # AGENT_STATS: the agent's events and drops (run in this shell: it waits for the agent)
   kill -INT $AG; wait $AG || true
-  grep -o 'AGENT events=[0-9]* kernel_drops=[0-9]* channel_drops=[0-9]* sent=[0-9]* acked=[0-9]* queue_drops=[0-9]* send_drops=[0-9]*' \
-    "$WORK/agent.log" | sed 's/^AGENT //'
+  AGENT_STATS=$(grep -o 'AGENT events=[0-9]* kernel_drops=[0-9]* channel_drops=[0-9]* sent=[0-9]* acked=[0-9]* queue_drops=[0-9]* send_drops=[0-9]*' \
+    "$WORK/agent.log" | sed 's/^AGENT //')
 }
 
 echo "redis-bench: redis-server $(redis-server --version | grep -o 'v=[0-9.]*') pid $REDIS port $PORT," \
@@ -78,8 +78,8 @@ for r in $(seq "$ROUNDS"); do
       none) rps=$(bench) ;;
       bpftrace) start_bpftrace; rps=$(bench); stop_bpftrace
         extra="bpftrace_syscalls=$(awk -F': ' '/^@\[/ { s += $2 } END { print s + 0 }' "$WORK/bt.log")" ;;
-      agent) start_agent "rb-$r"; rps=$(bench); extra=$(stop_agent)
-        extra="$extra stored=$(settled "SELECT count(duration_us) FROM syscall WHERE host = 'rb-$r'")" ;;
+      agent) start_agent "rb-$r"; rps=$(bench); stop_agent
+        extra="$AGENT_STATS stored=$(settled "SELECT count(duration_us) FROM syscall WHERE host = 'rb-$r'")" ;;
     esac
     echo "RB round=$r mode=$mode requests_per_s=$rps $extra load=$(cut -d' ' -f1 /proc/loadavg)" | tee -a "$WORK/runs"
   done
@@ -91,6 +91,7 @@ start_agent rb-check
 bench >/dev/null
 stop_agent
 stop_bpftrace
+echo "  agent: $AGENT_STATS"
 awk -F'[][]|: ' '/^@\[/ { print $2, $4 }' "$WORK/bt.log" | sort -n >"$WORK/bt.counts"
 query "SELECT count(duration_us) FROM syscall WHERE host = 'rb-check' GROUP BY nr" >/dev/null
 settled "SELECT count(duration_us) FROM syscall WHERE host = 'rb-check'" >/dev/null
