@@ -19,7 +19,7 @@ BIN=$ROOT/target/release
 WORK=$(mktemp -d)
 AG=
 cleanup() { # the agent runs under GNU time, so it is not one of our jobs
-  if [ -n "$AG" ]; then kill -INT "$AG" 2>/dev/null; fi
+  if [ -n "$AG" ]; then kill -INT "$AG" 2>/dev/null || true; fi
   kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$WORK"
 }
 trap cleanup EXIT
