@@ -11,6 +11,8 @@ PACKAGES=(
   librocksdb-dev libsnappy-dev liblz4-dev libzstd-dev libbz2-dev
   liblmdb-dev
   redis-server                     # the Valkey workload's server (valkey-server when Debian has it)
+  redis-tools                      # redis-benchmark and redis-cli: make agent-redis-bench
+  time                             # GNU time: the agent's CPU and peak RSS in make agent-all-bench
   python3 python3-venv             # pinned PyPI venvs of the client tests (influxdb, the OpenTelemetry SDK)
   bpftrace                         # the independent syscall counts loom-agent's tests compare with
   influxdb influxdb-client curl    # InfluxDB baseline (influxd 1.6.7) and the `influx` CLI the InfluxQL client test drives

@@ -3,6 +3,10 @@
 # a C loop of syscall(SYS_getppid), N calls, timed untraced and under each
 # mode, rounds alternated; bpftrace's count-only probes beside them.
 # Usage: probe-cost.sh [CALLS] [ROUNDS]   (root; loom-app and loom-agent built)
+# Prints a PROBE_COST line per run and a table: per mode the mean ns per
+# call and the ns and % added to the same round's untraced loop, in the
+# loop thread's CPU time (the probes run in its syscall context; time other
+# processes take the CPU away is not counted) and, beside, in wall time.
 set -euo pipefail
 N=${1:-20000000}
 ROUNDS=${2:-2}
@@ -20,13 +24,16 @@ with_agent() {
   "$BIN/loom-agent" --to 127.0.0.1:$PORT --report-interval-s 600 "$@" >"$WORK/agent.log" 2>&1 &
   local a=$!
   for _ in $(seq 100); do grep -q attached "$WORK/agent.log" && break; sleep 0.1; done
+  grep -q attached "$WORK/agent.log" || { echo "loom-agent did not attach:" >&2; cat "$WORK/agent.log" >&2; exit 1; }
   run_loop
   kill -INT $a; wait $a || true
+  echo "  $* -> $(grep -o 'AGENT events=[0-9]* kernel_drops=[0-9]* channel_drops=[0-9]*' "$WORK/agent.log")" >&2
 }
 with_bpftrace() {
   bpftrace -e "$1" >"$WORK/bt.log" 2>&1 &
   local b=$!
   for _ in $(seq 300); do grep -q Attaching "$WORK/bt.log" && break; sleep 0.1; done
+  grep -q Attaching "$WORK/bt.log" || { echo "bpftrace did not attach:" >&2; cat "$WORK/bt.log" >&2; exit 1; }
   run_loop
   kill -INT $b; wait $b || true
 }
@@ -43,13 +50,26 @@ declare -A MODES=(
 ORDER=(untraced nontarget_per_syscall_pread64 nontarget_raw_pread64 nontarget_raw_all
   target_unlisted_per_syscall target_unlisted_raw target_stored_per_syscall target_stored_raw_all
   bpftrace_raw_pid1 bpftrace_count_loop)
+echo "probe-cost: $N calls per run, $ROUNDS rounds, load $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq "$ROUNDS"); do
   for m in "${ORDER[@]}"; do
     case $m in
-      bpftrace_raw_pid1) ns=$(with_bpftrace 'tracepoint:raw_syscalls:sys_enter /pid == 1/ { @ = count(); }' | tail -1) ;;
-      bpftrace_count_loop) ns=$(with_bpftrace 'tracepoint:raw_syscalls:sys_enter /comm == "getppidloop"/ { @ = count(); }' | tail -1) ;;
-      *) ns=$(${MODES[$m]} | tail -1) ;;
+      bpftrace_raw_pid1) t=$(with_bpftrace 'tracepoint:raw_syscalls:sys_enter /pid == 1/ { @ = count(); }' | tail -1) ;;
+      bpftrace_count_loop) t=$(with_bpftrace 'tracepoint:raw_syscalls:sys_enter /comm == "getppidloop"/ { @ = count(); }' | tail -1) ;;
+      *) t=$(${MODES[$m]} | tail -1) ;;
     esac
-    echo "PROBE_COST round=$r mode=$m calls=$N ns_per_call=$ns"
+    read -r cpu wall <<<"$t"
+    echo "PROBE_COST round=$r mode=$m calls=$N cpu_ns_per_call=$cpu wall_ns_per_call=$wall"
   done
-done
+done | tee "$WORK/runs"
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+# Added cost per round against that round's untraced run, then the mean.
+awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+       m = f["mode"]; c = f["cpu_ns_per_call"]; w = f["wall_ns_per_call"]
+       if (m == "untraced") { bc = c; bw = w }
+       ns[m] += c; add[m] += c - bc; addw[m] += w - bw; n[m]++
+       if (!(m in seen)) { seen[m] = 1; order[++k] = m } }
+     END { printf "%-32s %11s %11s %8s %12s\n", "mode", "CPU ns/call", "added ns", "added %", "wall added"
+           b = ns["untraced"] / n["untraced"]
+           for (i = 1; i <= k; i++) { m = order[i]
+             printf "%-32s %11.1f %11.1f %7.1f%% %12.1f\n", m, ns[m] / n[m], add[m] / n[m], 100 * add[m] / n[m] / b, addw[m] / n[m] } }' "$WORK/runs"
