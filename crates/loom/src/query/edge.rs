@@ -163,23 +163,34 @@ pub(crate) fn from_summaries(
     })
 }
 
+/// What [`Snapshot::left_edge_part`] did with a left edge chunk.
+pub(crate) enum LeftEdge {
+    /// The chunk has no summaries: nothing was read.
+    NotSummarised,
+    /// Its summaries could not tell an extreme asked for: every value of
+    /// the window went to `rest`.
+    Read,
+    /// The window's part, from its summaries (left sorted by bin in the
+    /// scratch's first vector) less the values before `t0` (its second).
+    FromSummaries(Aggregate),
+}
+
 impl Snapshot {
-    /// Adds the records of left edge chunk `chunk_no` (`c`) inside the
-    /// window starting at `t0` to `agg`: from its summaries less the
-    /// records before `t0` when those tell the extremes `need` asks for, by
-    /// reading on to the chunk's end otherwise. `false` (nothing added)
-    /// when the chunk is not summarised. `scratch` is reused across calls.
-    pub(crate) fn aggregate_left_edge(
+    /// Splits left edge chunk `chunk_no` (`c`) at `t0`: the window's part
+    /// from its summaries less the records before `t0` when those tell the
+    /// extremes `need` asks for, else every value of the window to `rest`
+    /// (reading on to the chunk's end). `scratch` is reused across calls.
+    pub(crate) fn left_edge_part(
         &self,
         (sv, ix): (&SourceView, &IndexState),
         (chunk_no, c): (usize, &ChunkEntry),
         t0: u64,
         need: Extremes,
-        agg: &mut Aggregate,
         scratch: &mut EdgeScratch,
-    ) -> Result<bool> {
+        rest: impl FnMut(u64),
+    ) -> Result<LeftEdge> {
         let Some(bins) = self.summaries(sv, chunk_no) else {
-            return Ok(false);
+            return Ok(LeftEdge::NotSummarised);
         };
         let (summaries, before) = scratch;
         summaries.clear();
@@ -195,11 +206,30 @@ impl Snapshot {
                 part = from_summaries(ix, summaries, before, need);
                 part.is_some()
             },
-            |v| agg.add(v),
+            rest,
         )?;
-        if let Some(p) = part {
-            agg.merge_part(&p);
+        Ok(part.map_or(LeftEdge::Read, LeftEdge::FromSummaries))
+    }
+
+    /// Adds the records of left edge chunk `chunk_no` (`c`) inside the
+    /// window starting at `t0` to `agg` ([`Snapshot::left_edge_part`]).
+    /// `false` (nothing added) when the chunk is not summarised.
+    pub(crate) fn aggregate_left_edge(
+        &self,
+        source: (&SourceView, &IndexState),
+        chunk: (usize, &ChunkEntry),
+        t0: u64,
+        need: Extremes,
+        agg: &mut Aggregate,
+        scratch: &mut EdgeScratch,
+    ) -> Result<bool> {
+        match self.left_edge_part(source, chunk, t0, need, scratch, |v| agg.add(v))? {
+            LeftEdge::NotSummarised => Ok(false),
+            LeftEdge::Read => Ok(true),
+            LeftEdge::FromSummaries(p) => {
+                agg.merge_part(&p);
+                Ok(true)
+            }
         }
-        Ok(true)
     }
 }

@@ -10,7 +10,7 @@
 use crate::bin_summary::BinSummary;
 use crate::error::{Error, Result};
 use crate::index::state::IndexState;
-use crate::query::edge::{from_summaries, is_left_edge};
+use crate::query::edge::{is_left_edge, LeftEdge};
 use crate::query::percentile::{indexed_views, nearest_rank};
 use crate::query::Aggregate;
 use crate::snapshot::{Snapshot, SourceView};
@@ -188,30 +188,26 @@ impl Snapshot {
                 }
                 continue;
             }
-            let summaries = self.summaries(sv, i).filter(|_| is_left_edge(&c, t0, t1));
-            let Some(bins) = summaries else {
-                self.each_in_chunk(c.addr, t0, t1, |_, b| add(counts, &mut walked, ix.value(b)))?;
-                continue;
+            let edge = if is_left_edge(&c, t0, t1) {
+                self.left_edge_part((sv, ix), (i, &c), t0, need, scratch, |v| {
+                    add(counts, &mut walked, v)
+                })?
+            } else {
+                LeftEdge::NotSummarised
             };
-            let (summaries, before) = scratch;
-            summaries.clear();
-            summaries.extend(bins);
-            summaries.sort_unstable_by_key(|b| b.bin);
-            let mut part = None;
-            self.split_left_edge(
-                c.addr,
-                t0,
-                |bytes| ix.value(bytes),
-                before,
-                |before| {
-                    part = from_summaries(ix, summaries, before, need);
-                    part.is_some()
-                },
-                |v| add(counts, &mut walked, v),
-            )?;
-            let Some(part) = part else { continue };
+            let part = match edge {
+                LeftEdge::NotSummarised => {
+                    self.each_in_chunk(c.addr, t0, t1, |_, b| {
+                        add(counts, &mut walked, ix.value(b))
+                    })?;
+                    continue;
+                }
+                LeftEdge::Read => continue,
+                LeftEdge::FromSummaries(part) => part,
+            };
             // The chunk's counts less those of its records before t0.
             agg.merge_part(&part);
+            let (summaries, before) = &*scratch;
             for b in summaries.iter() {
                 if let Some(c) = counts.get_mut(b.bin as usize) {
                     *c += u64::from(b.count);
