@@ -35,6 +35,7 @@ use tonic::codec::CompressionEncoding;
 use tonic::{Request, Response, Status};
 
 use super::intake::{Intake, Outcome};
+use crate::intake_log::Reservation;
 
 /// Rewrites the status of tonic's own refusals. tonic answers a message
 /// that does not decode with INTERNAL (a server fault, to a client) and one
@@ -118,6 +119,21 @@ impl Services {
     }
 }
 
+impl Services {
+    /// Logs a decoded request raw (durable acknowledgements), encoded
+    /// again: its write and sync overlap the conversion.
+    fn log<M: prost::Message>(
+        &self,
+        signal: otlp::Signal,
+        msg: &M,
+        arrival_us: u64,
+    ) -> Option<Reservation> {
+        let log = self.intake.raw_log()?;
+        let body = msg.encode_to_vec();
+        Some(log.log_request(signal, otlp::Encoding::Protobuf, arrival_us, &body))
+    }
+}
+
 fn unavailable(o: &Outcome) -> Status {
     Status::unavailable(super::intake::retry_message(o))
 }
@@ -139,8 +155,10 @@ impl TraceService for Services {
         req: Request<ExportTraceServiceRequest>,
     ) -> Result<Response<ExportTraceServiceResponse>, Status> {
         self.admit(&req)?;
-        let converted = otlp::convert_spans(req.get_ref(), &self.intake.context());
-        let (rejected, message) = answer(self.intake.take(converted).await)?;
+        let arrival_us = endpoint::epoch_us();
+        let logged = self.log(otlp::Signal::Traces, req.get_ref(), arrival_us);
+        let converted = otlp::convert_spans(req.get_ref(), &self.intake.context_at(arrival_us));
+        let (rejected, message) = answer(self.intake.take(converted, logged).await)?;
         Ok(Response::new(ExportTraceServiceResponse {
             partial_success: (rejected > 0).then_some(ExportTracePartialSuccess {
                 rejected_spans: rejected,
@@ -157,8 +175,10 @@ impl LogsService for Services {
         req: Request<ExportLogsServiceRequest>,
     ) -> Result<Response<ExportLogsServiceResponse>, Status> {
         self.admit(&req)?;
-        let converted = otlp::convert_logs(req.get_ref(), &self.intake.context());
-        let (rejected, message) = answer(self.intake.take(converted).await)?;
+        let arrival_us = endpoint::epoch_us();
+        let logged = self.log(otlp::Signal::Logs, req.get_ref(), arrival_us);
+        let converted = otlp::convert_logs(req.get_ref(), &self.intake.context_at(arrival_us));
+        let (rejected, message) = answer(self.intake.take(converted, logged).await)?;
         Ok(Response::new(ExportLogsServiceResponse {
             partial_success: (rejected > 0).then_some(ExportLogsPartialSuccess {
                 rejected_log_records: rejected,
@@ -175,8 +195,10 @@ impl MetricsService for Services {
         req: Request<ExportMetricsServiceRequest>,
     ) -> Result<Response<ExportMetricsServiceResponse>, Status> {
         self.admit(&req)?;
-        let converted = otlp::convert_metrics(req.get_ref(), &self.intake.context());
-        let (rejected, message) = answer(self.intake.take(converted).await)?;
+        let arrival_us = endpoint::epoch_us();
+        let logged = self.log(otlp::Signal::Metrics, req.get_ref(), arrival_us);
+        let converted = otlp::convert_metrics(req.get_ref(), &self.intake.context_at(arrival_us));
+        let (rejected, message) = answer(self.intake.take(converted, logged).await)?;
         Ok(Response::new(ExportMetricsServiceResponse {
             partial_success: (rejected > 0).then_some(ExportMetricsPartialSuccess {
                 rejected_data_points: rejected,
