@@ -16,6 +16,7 @@
 
 mod conn;
 mod grpc;
+mod grpc_raw;
 mod http;
 mod intake;
 mod raw;
