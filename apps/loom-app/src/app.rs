@@ -403,13 +403,14 @@ fn start_otlp(
     let mark = Arc::new(endpoint::DurableMark::new());
     // The intake log is opened before the servers: what an earlier run
     // acknowledged and did not store yet is stored first.
-    let intake_log = match cli.otlp_ack {
+    let opened = match cli.otlp_ack {
         otlp_ingest::AckMode::Durable => Some(
             IntakeLog::open(&dir.join("otlp-intake"), mark.clone())
                 .context("opening the OTLP intake log")?,
         ),
         otlp_ingest::AckMode::Queued => None,
     };
+    let raw_log = opened.as_ref().map(|(log, _)| log.raw());
     let intake = Arc::new(otlp_ingest::Intake::new(
         p.registry,
         otlp::Config {
@@ -427,8 +428,12 @@ fn start_otlp(
             mode: cli.otlp_ack,
             timeout: Duration::from_millis(cli.otlp_ack_timeout_ms),
             mark,
+            log: raw_log,
         },
     ));
+    // Raw requests an earlier run logged are converted before the servers
+    // take new ones (the ingest thread stores them first).
+    let intake_log = opened.map(|(log, left)| (log, otlp_ingest::replayable(&intake, left)));
     let otlp_listen = otlp_ingest::Listen {
         grpc: cli.otlp_grpc.as_deref(),
         http: cli.otlp_http.as_deref(),

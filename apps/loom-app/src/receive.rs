@@ -13,10 +13,14 @@ pub enum Msg {
     ConnectionEnded,
     /// Records of one OTLP export request, shaped for the engine (series
     /// id, the item's own time, bytes), and where to answer what became of
-    /// them (durable acknowledgements); see the `otlp_ingest` module.
+    /// them (durable acknowledgements), and the intake-log file holding
+    /// the request when its handler logged it raw (the ingest thread then
+    /// logs nothing and takes over the request's count in that file); see
+    /// the `otlp_ingest` module.
     Otlp(
         Vec<otlp::Shaped>,
         Option<tokio::sync::oneshot::Sender<Taken>>,
+        Option<u64>,
     ),
 }
 

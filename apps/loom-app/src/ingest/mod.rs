@@ -5,9 +5,10 @@
 //!
 //! A record's time is its own: a record older than its source's newest
 //! stored record (it came later than the reorder window allows) is refused
-//! and counted as `late`, never stored at another time. OTLP records are
-//! also appended to the intake log (see `intake_log`) so that their
-//! requests can be answered once durable.
+//! and counted as `late`, never stored at another time. With durable
+//! acknowledgements, OTLP requests are logged raw in the intake log by
+//! their handlers and `/write` records by this thread (see `intake_log`),
+//! so that their requests can be answered once durable.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -20,7 +21,7 @@ use rustc_hash::FxHashMap;
 use telemetry::raw::SourceKey;
 
 use crate::counters::Counters;
-use crate::intake_log::{FileNo, IntakeLog, COMMIT_BYTES};
+use crate::intake_log::{FileNo, IntakeLog};
 use crate::otlp_ingest::OtlpStage;
 use crate::receive::{Msg, Taken};
 use crate::reorder::{Reorder, Timed, WireRecord};
@@ -54,9 +55,6 @@ const REORDER_IDLE_RELEASE: Duration = Duration::from_secs(1);
 const IDLE_WAIT: Duration = Duration::from_millis(20);
 /// Least time between two publishes when the queue runs empty.
 const MIN_SYNC_GAP: Duration = Duration::from_millis(1);
-/// Longest time an intake-log commit waits for more requests while the
-/// queue stays busy (acknowledgement latency under TCP load).
-const MAX_COMMIT_DELAY: Duration = Duration::from_millis(2);
 
 /// Ingest settings.
 pub struct IngestConfig {
@@ -151,8 +149,6 @@ pub struct Ingest {
     arrival_clock: u64,
     /// Durable OTLP acknowledgements: the log OTLP records go to first.
     intake: Option<IntakeLog>,
-    /// When the oldest uncommitted intake-log record was appended.
-    intake_since: Option<Instant>,
     /// Slots of tagged sources (version-2 senders) by (tag set, source key).
     tagged: FxHashMap<(u64, SourceKey), usize>,
     /// Acknowledged senders' frames on their way to durable.
@@ -184,7 +180,6 @@ impl Ingest {
             otlp,
             arrival_clock: cfg.resume_after_us,
             intake: None,
-            intake_since: None,
             acks: cfg.acks.clone().map(AckTracker::new),
             cfg,
             tagged: FxHashMap::default(),
@@ -290,26 +285,28 @@ impl Ingest {
         self.account(t);
     }
 
-    /// Takes one OTLP request's records: refuses late ones, logs the rest
-    /// in the intake log (when acknowledgements are durable), answers the
-    /// request's handler, then holds or stores them. With `queue_empty`
-    /// (no other request waiting to join the group commit) the log's
-    /// commit is sent before the records enter the reorder stage, so its
-    /// write and `fdatasync` overlap that work instead of following it:
-    /// one client with one request in flight waits for the disk once.
+    /// Takes one OTLP request's records: refuses late ones, answers the
+    /// request's handler, then holds or stores them. A request its
+    /// handler logged raw (in intake-log file `logged`) is in the log
+    /// already: its count there becomes its records'. Otherwise (`/write`)
+    /// the records taken are logged now, when acknowledgements are
+    /// durable, and the answer names the position covering them.
     /// `not_stored` in the answer counts what admission refused; a held
     /// record the engine refuses later is counted in the progress line.
     fn otlp(
         &mut self,
         records: Vec<otlp::Shaped>,
         answer: Option<tokio::sync::oneshot::Sender<Taken>>,
-        queue_empty: bool,
+        logged: Option<FileNo>,
     ) {
         let mut t = Tally::default();
         let records = self.otlp.admit(&mut self.writer, records, &mut t);
-        let (file, position): (FileNo, Option<u64>) = match self.intake.as_mut() {
-            Some(log) if !records.is_empty() => {
-                self.intake_since.get_or_insert_with(Instant::now);
+        let (file, position): (FileNo, Option<u64>) = match (self.intake.as_mut(), logged) {
+            (Some(log), Some(f)) => {
+                log.taken(f, records.len() as u64);
+                (f, None)
+            }
+            (Some(log), None) if !records.is_empty() => {
                 let (f, p) = log.append(&records);
                 (f, Some(p))
             }
@@ -320,7 +317,6 @@ impl Ingest {
             late: t.late,
             not_stored: t.skipped + t.refused,
         };
-        self.commit_intake(queue_empty);
         if let Some(a) = answer {
             // A handler that gave up meanwhile drops its end: fine.
             let _ = a.send(taken);
@@ -333,19 +329,6 @@ impl Ingest {
             self.intake.as_mut(),
         );
         self.account(t);
-    }
-
-    /// Sends the intake log's pending commit to disk when the queue has
-    /// run empty, or it is large or has waited long enough.
-    fn commit_intake(&mut self, queue_empty: bool) {
-        let (Some(log), Some(since)) = (self.intake.as_mut(), self.intake_since) else {
-            return;
-        };
-        if queue_empty || log.pending_bytes() >= COMMIT_BYTES || since.elapsed() >= MAX_COMMIT_DELAY
-        {
-            log.commit();
-            self.intake_since = None;
-        }
     }
 
     /// Records held by the reorder stages.
@@ -479,9 +462,9 @@ pub fn run(
                     }
                 }
             }
-            Ok(Msg::Otlp(records, answer)) => {
+            Ok(Msg::Otlp(records, answer, logged)) => {
                 last_batch = Instant::now();
-                ing.otlp(records, answer, rx.is_empty());
+                ing.otlp(records, answer, logged);
                 dirty = true;
             }
             Ok(Msg::ConnectionEnded) => {
@@ -501,7 +484,6 @@ pub fn run(
             }
             Err(RecvTimeoutError::Disconnected) => break IngestEnd::Shutdown,
         }
-        ing.commit_intake(rx.is_empty());
         let acks_due = ing.acks.as_ref().is_some_and(|a| a.due());
         if last_persist.elapsed() >= ing.cfg.persist_interval
             || (acks_due && last_persist.elapsed() >= ing.cfg.ack_interval)
@@ -528,13 +510,10 @@ pub fn run(
     for msg in rx.try_iter() {
         let n = match msg {
             Msg::Frames(f) => f.records,
-            Msg::Otlp(records, _) => records.len() as u64,
+            Msg::Otlp(records, _, _) => records.len() as u64,
             Msg::ConnectionEnded => 0,
         };
         endpoint::Counters::add(&counters.recv.records_skipped, n);
-    }
-    if let Some(log) = ing.intake.as_mut() {
-        log.commit();
     }
     ing.persist();
     // Every commit written (acknowledged) before the writer goes.

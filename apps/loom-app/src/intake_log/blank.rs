@@ -19,12 +19,12 @@ use std::thread::JoinHandle;
 use anyhow::Context;
 
 use super::files::numbered;
-use super::{COMMIT_BYTES, FILE_BYTES};
+use super::{FILE_BYTES, LAST_ENTRY_BYTES};
 
 /// Blank files kept ready.
 const READY: usize = 2;
-/// A blank file's size: a full file and its last commit.
-const BLANK_BYTES: u64 = FILE_BYTES + COMMIT_BYTES as u64;
+/// A blank file's size: a full file and its last entry.
+const BLANK_BYTES: u64 = FILE_BYTES + LAST_ENTRY_BYTES;
 
 /// Ready blank files (their numbers) and whether the preparer should stop.
 #[derive(Default)]

@@ -184,8 +184,9 @@ async fn read_body(body: Body, limit: usize, timeout: Duration) -> Result<bytes:
     }
 }
 
-/// One export request: checked (type, token, load), read and decoded,
-/// converted, then taken by the intake. Every refusal answers in the
+/// One export request: checked (type, token, load), read, logged raw
+/// (durable acknowledgements), decoded, converted, then taken by the
+/// intake. Every refusal answers in the
 /// request's own encoding.
 async fn export(intake: &Intake, signal: Signal, headers: &HeaderMap, body: Body) -> Response {
     let encoding = match admit(intake, headers) {
@@ -196,14 +197,10 @@ async fn export(intake: &Intake, signal: Signal, headers: &HeaderMap, body: Body
         Ok(p) => p,
         Err(refused) => return *refused,
     };
-    let converted = otlp::decode_and_convert(signal, &plain, encoding, &intake.context());
-    let converted = match converted {
-        Ok(c) => c,
-        Err(e) => return refused_body(intake, encoding, &e),
-    };
-    match intake.take(converted).await {
-        Outcome::Accepted { rejected, message } => success(signal, encoding, rejected, message),
-        o => throttled(&o, encoding),
+    match intake.export_body(signal, encoding, &plain).await {
+        Ok(Outcome::Accepted { rejected, message }) => success(signal, encoding, rejected, message),
+        Ok(o) => throttled(&o, encoding),
+        Err(e) => refused_body(intake, encoding, &e),
     }
 }
 

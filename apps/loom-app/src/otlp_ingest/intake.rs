@@ -3,12 +3,15 @@
 //! back-pressure (a full queue is "retry later", never a silent drop).
 //!
 //! With durable acknowledgements (`--otlp-ack durable`, the default) a
-//! request is answered with success only once every record the ingest
-//! thread took from it is in the fsynced intake log (see `intake_log`): the
-//! handler learns the log position that covers its records and waits for
-//! the shared [`DurableMark`] to reach it, at most `--otlp-ack-timeout-ms`;
-//! a request that cannot be made durable in time is answered "retry later"
-//! (its records may still be stored: OTLP delivery is at least once).
+//! request is answered with success only once it is in the fsynced intake
+//! log (see `intake_log`) and its records are taken by the ingest thread:
+//! an OTLP handler logs its request raw before decoding it (`raw.rs`), a
+//! `/write` request's records are logged by the ingest thread, which names
+//! the position covering them; the handler waits for the shared
+//! [`DurableMark`] to reach its position, at most `--otlp-ack-timeout-ms`.
+//! A request that cannot be made durable in time, or is refused once
+//! logged (queue full), is answered "retry later": its records may still
+//! be stored, at the next start (OTLP delivery is at least once).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -19,6 +22,7 @@ use endpoint::{DurableMark, NotDurable};
 use otlp::{Context, Converted, Registry};
 
 use crate::counters::Counters;
+use crate::intake_log::{RawLog, Reservation};
 use crate::receive::{Msg, Taken};
 
 /// How long a throttled client is asked to wait, seconds (HTTP
@@ -43,6 +47,9 @@ pub struct Acks {
     pub timeout: Duration,
     /// The intake log's durable position.
     pub mark: Arc<DurableMark>,
+    /// The intake log, where durable OTLP requests are logged raw
+    /// (`None` with queued acknowledgements).
+    pub log: Option<Arc<RawLog>>,
 }
 
 /// The answer to one export request after conversion.
@@ -145,18 +152,37 @@ impl Intake {
 
     /// The conversion context of a request arriving now.
     pub fn context(&self) -> Context<'_> {
+        self.context_at(endpoint::epoch_us())
+    }
+
+    /// The conversion context of a request that arrived at `arrival_us`.
+    pub fn context_at(&self, arrival_us: u64) -> Context<'_> {
         Context {
             registry: &self.registry,
             config: &self.config,
-            arrival_us: endpoint::epoch_us(),
+            arrival_us,
+        }
+    }
+
+    /// The intake log requests are logged raw in (durable acknowledgements).
+    pub fn raw_log(&self) -> Option<&Arc<RawLog>> {
+        match self.acks.mode {
+            AckMode::Durable => self.acks.log.as_ref(),
+            AckMode::Queued => None,
         }
     }
 
     /// Hands `records` to the ingest thread and, with durable
-    /// acknowledgements, waits until they are durable: what the ingest
-    /// thread did with them (late and not stored), or "retry later". Counts
-    /// the records received, nothing per way in (see [`Intake::take`]).
-    pub async fn deliver(&self, records: Vec<otlp::Shaped>) -> Result<Taken, Outcome> {
+    /// acknowledgements, waits until they are durable (the request is
+    /// `logged` raw already, or the ingest thread logs the records): what
+    /// the ingest thread did with them (late and not stored), or "retry
+    /// later". Counts the records received, nothing per way in (see
+    /// [`Intake::take`]).
+    pub async fn deliver(
+        &self,
+        records: Vec<otlp::Shaped>,
+        logged: Option<Reservation>,
+    ) -> Result<Taken, Outcome> {
         if self.counters.recv.ingest_stopped.load(Ordering::Relaxed) {
             return Err(Outcome::Stopped);
         }
@@ -171,8 +197,16 @@ impl Intake {
             }
             AckMode::Queued => (None, None),
         };
-        match self.tx.try_send(Msg::Otlp(records, answer)) {
-            Ok(()) => {}
+        let own = logged.as_ref().map(|r| r.position);
+        let file = logged.as_ref().map(|r| r.file);
+        // Refused here, a logged request's reservation is dropped: its file
+        // is no longer held for it (it comes back at the next start).
+        match self.tx.try_send(Msg::Otlp(records, answer, file)) {
+            Ok(()) => {
+                if let Some(r) = logged {
+                    r.handed();
+                }
+            }
             Err(TrySendError::Full(_)) => return Err(Outcome::Busy),
             Err(TrySendError::Disconnected(_)) => return Err(Outcome::Stopped),
         }
@@ -181,20 +215,21 @@ impl Intake {
             .records_received
             .fetch_add(n, Ordering::Relaxed);
         match answered {
-            Some(rx) => self.durable(rx).await,
+            Some(rx) => self.durable(rx, own).await,
             None => Ok(Taken::default()),
         }
     }
 
     /// Hands the converted records to the ingest thread and, with durable
-    /// acknowledgements, waits until they are durable; counts what happened
-    /// as OTLP items and requests.
-    pub async fn take(&self, converted: Converted) -> Outcome {
+    /// acknowledgements, waits until they are durable (`logged`: the
+    /// request's raw entry); counts what happened as OTLP items and
+    /// requests.
+    pub async fn take(&self, converted: Converted, logged: Option<Reservation>) -> Outcome {
         let c = &self.counters;
         let mut message = converted.message();
         let mut rejected = converted.rejected;
         let n = converted.records.len() as u64;
-        let taken = match self.deliver(converted.records).await {
+        let taken = match self.deliver(converted.records, logged).await {
             Ok(t) => t,
             Err(o) => {
                 c.otlp_throttled.fetch_add(1, Ordering::Relaxed);
@@ -220,11 +255,13 @@ impl Intake {
         Outcome::Accepted { rejected, message }
     }
 
-    /// Waits for the ingest thread's answer, then for its log position to
-    /// be durable, within the acknowledgement timeout.
+    /// Waits for the ingest thread's answer, then for the log position
+    /// covering the request (`own`, its raw entry's, or the one the ingest
+    /// thread names) to be durable, within the acknowledgement timeout.
     async fn durable(
         &self,
         answered: tokio::sync::oneshot::Receiver<Taken>,
+        own: Option<u64>,
     ) -> Result<Taken, Outcome> {
         let start = tokio::time::Instant::now();
         let limit = self.acks.timeout;
@@ -234,7 +271,7 @@ impl Intake {
             Ok(Err(_)) => return Err(Outcome::Stopped),
             Err(_) => return Err(Outcome::NotDurable(NotDurable::TimedOut)),
         };
-        if let Some(pos) = taken.position {
+        if let Some(pos) = taken.position.or(own) {
             let left = limit.saturating_sub(start.elapsed());
             self.acks
                 .mark
@@ -299,6 +336,7 @@ pub(crate) mod testing {
             mode: AckMode::Queued,
             timeout: std::time::Duration::from_secs(5),
             mark: Arc::new(DurableMark::new()),
+            log: None,
         };
         with_acks(token, capacity, acks)
     }
@@ -360,7 +398,7 @@ mod tests {
 
         assert_eq!(i.busy(), None);
         assert_eq!(
-            i.take(one_record()).await,
+            i.take(one_record(), None).await,
             Outcome::Accepted {
                 rejected: 1,
                 message: "bad".into()
@@ -369,15 +407,15 @@ mod tests {
         // The queue holds one request: the next is told to retry, and
         // nothing of it is counted as accepted or rejected.
         assert_eq!(i.busy(), Some(Outcome::Busy));
-        assert_eq!(i.take(one_record()).await, Outcome::Busy);
+        assert_eq!(i.take(one_record(), None).await, Outcome::Busy);
         let c = &i.counters;
         assert_eq!(Counters::get(&c.otlp_accepted), 1);
         assert_eq!(Counters::get(&c.otlp_rejected), 1);
         assert_eq!(Counters::get(&c.otlp_throttled), 2);
         assert_eq!(Counters::get(&c.recv.records_received), 1);
-        assert!(matches!(rx.try_recv(), Ok(Msg::Otlp(r, None)) if r.len() == 1));
+        assert!(matches!(rx.try_recv(), Ok(Msg::Otlp(r, None, None)) if r.len() == 1));
         c.recv.ingest_stopped.store(true, Ordering::SeqCst);
-        assert_eq!(i.take(one_record()).await, Outcome::Stopped);
+        assert_eq!(i.take(one_record(), None).await, Outcome::Stopped);
     }
 
     /// Durable acknowledgements: success only once the position the
@@ -391,13 +429,14 @@ mod tests {
             mode: AckMode::Durable,
             timeout: std::time::Duration::from_millis(300),
             mark: mark.clone(),
+            log: None,
         };
         let (i, counters, rx) = super::testing::with_acks(None, 4, acks);
         // A stand-in for the ingest thread: takes each request, names
         // position 1 + its number, and reports 1 late item.
         let ingest = std::thread::spawn(move || {
             let mut n = 0;
-            while let Ok(Msg::Otlp(_, Some(answer))) = rx.recv() {
+            while let Ok(Msg::Otlp(_, Some(answer), _)) = rx.recv() {
                 n += 1;
                 let _ = answer.send(Taken {
                     position: Some(n),
@@ -411,7 +450,7 @@ mod tests {
         });
         let waiting = {
             let i = i.clone();
-            tokio::spawn(async move { i.take(one_record()).await })
+            tokio::spawn(async move { i.take(one_record(), None).await })
         };
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         assert!(!waiting.is_finished(), "answered before durable");
@@ -428,13 +467,13 @@ mod tests {
         }
         // Position 2 never becomes durable: retry later.
         assert_eq!(
-            i.take(one_record()).await,
+            i.take(one_record(), None).await,
             Outcome::NotDurable(NotDurable::TimedOut)
         );
         // Position 3 fails.
         let failing = {
             let i = i.clone();
-            tokio::spawn(async move { i.take(one_record()).await })
+            tokio::spawn(async move { i.take(one_record(), None).await })
         };
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         mark.fail(3, 3);
@@ -444,7 +483,7 @@ mod tests {
         );
         ingest.join().unwrap();
         // The ingest thread is gone: the request is never taken.
-        assert_eq!(i.take(one_record()).await, Outcome::Stopped);
+        assert_eq!(i.take(one_record(), None).await, Outcome::Stopped);
         assert_eq!(Counters::get(&counters.otlp_requests), 1);
         assert_eq!(Counters::get(&counters.otlp_throttled), 3);
     }

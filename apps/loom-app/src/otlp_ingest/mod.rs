@@ -2,21 +2,24 @@
 //! gRPC (`--otlp-grpc`, default 127.0.0.1:4317) and HTTP (`--otlp-http`,
 //! default 127.0.0.1:4318), into the same store as the TCP stream.
 //!
-//! Both servers run on one small tokio runtime; their handlers convert
-//! each request with the `otlp` crate (series admitted by the shared
-//! [`otlp::Registry`], which enforces `--otlp-max-series`) and queue the
-//! records on the ingest queue as one [`crate::receive::Msg::Otlp`]. The
-//! ingest thread logs them in the intake log and stores them through
-//! [`OtlpStage`]; the handler answers success once they are durable
-//! (`--otlp-ack durable`, the default; see `intake.rs`). A full queue or a
+//! Both servers run on one small tokio runtime; their handlers log each
+//! request raw in the intake log (`--otlp-ack durable`, the default; see
+//! `raw.rs`), convert it with the `otlp` crate (series admitted by the
+//! shared [`otlp::Registry`], which enforces `--otlp-max-series`) and queue
+//! the records on the ingest queue as one [`crate::receive::Msg::Otlp`].
+//! The ingest thread stores them through [`OtlpStage`]; the handler
+//! answers success once its log entry is durable and the records are
+//! taken (see `intake.rs`). A full queue or a
 //! request not durable in time answers "retry later" (gRPC UNAVAILABLE,
 //! HTTP 503 + Retry-After), refused items (late ones included) are
 //! reported in OTLP's partial-success response; all are counted.
 
 mod conn;
 mod grpc;
+mod grpc_raw;
 mod http;
 mod intake;
+mod raw;
 mod stage;
 
 use std::net::{SocketAddr, TcpListener};
@@ -28,6 +31,7 @@ use anyhow::Context;
 pub use intake::{
     late_reason, not_stored_reason, retry_message, AckMode, Acks, Intake, Outcome, RETRY_AFTER_S,
 };
+pub use raw::replayable;
 pub use stage::OtlpStage;
 
 /// Where OTLP/gRPC listens unless `--otlp-grpc` says otherwise.

@@ -171,7 +171,7 @@ impl LineSink {
         if n > 0 {
             let taken = match self
                 .intake
-                .deliver(std::mem::take(&mut batch.records))
+                .deliver(std::mem::take(&mut batch.records), None)
                 .await
             {
                 Ok(t) => t,
