@@ -27,14 +27,26 @@ const WINDOW: usize = 32;
 /// `WINDOW * WINDOWS` values are judged whole.
 const WINDOWS: usize = 4;
 
+/// Records transposed together (one 64-byte line of `u32` per lane).
+const TILE: usize = 16;
+
 /// Reusable buffers of the encoder (one per compressing thread).
 pub(crate) struct Encoder {
     zstd: Option<zstd::bulk::Compressor<'static>>,
     /// Zigzagged time deltas of delta, one per record.
     ts: Vec<u64>,
     /// The records' 4-byte lanes, lane-major: lane `k` of record `i` at
-    /// `k * n + i`.
+    /// `k * stride + i`.
     words: Vec<u32>,
+    /// Distance between lanes in `words`: `n` rounded up to an odd multiple
+    /// of 16 values. With a stride near a multiple of 4 KiB every lane's
+    /// write stream falls in the same L1 set, and 16 of them (64-byte
+    /// records) evict each other on every record.
+    stride: usize,
+    /// One lane's deltas.
+    scratch: Vec<u32>,
+    /// `TILE` records' lanes, lane-major, on their way to `words`.
+    tile: Vec<u32>,
     /// The records' `len % 4` last bytes, byte-major like `words`.
     tail: Vec<u8>,
     /// Records of different lengths: (offset, length) of each.
@@ -59,6 +71,9 @@ impl Encoder {
             ts: Vec::new(),
             words: Vec::new(),
             tail: Vec::new(),
+            tile: Vec::new(),
+            scratch: Vec::new(),
+            stride: 0,
             spans: Vec::new(),
             values: Vec::new(),
             cols: Vec::new(),
@@ -167,14 +182,18 @@ impl Encoder {
         let tail = len % 4;
         self.ts.clear();
         self.ts.reserve(n);
+        let stride = (n.div_ceil(32) * 32) + 16;
+        self.stride = stride;
         self.words.clear();
-        self.words.resize(lanes * n, 0);
+        self.words.resize(lanes * stride, 0);
+        self.tile.clear();
+        self.tile.resize(lanes * TILE, 0);
         self.tail.clear();
         self.tail.resize(tail * n, 0);
         let (mut pos, mut ts, mut prev_d) = (0usize, first_ts, 0u64);
         for i in 0..n {
-            let d = get_varint(payload, &mut pos)?;
-            if get_varint(payload, &mut pos)? != len as u64 {
+            let d = varint(payload, &mut pos)?;
+            if varint(payload, &mut pos)? != len as u64 {
                 return Some(None);
             }
             let rec = payload.get(pos..pos.checked_add(len)?)?;
@@ -183,11 +202,22 @@ impl Encoder {
             self.ts.push(zigzag(d.wrapping_sub(prev_d) as i64));
             prev_d = d;
             let (body, rest) = rec.split_at(lanes * 4);
-            // Lane k of record i lands at k * n + i: one strided write
-            // stream per record, read sequentially.
-            let dst = self.words.get_mut(i..).unwrap_or_default();
-            for (w, s) in dst.iter_mut().step_by(n).zip(body.chunks_exact(4)) {
-                *w = u32::from_le_bytes([s[0], s[1], s[2], s[3]]);
+            // Lane k of record i goes to row k of a small tile first (in
+            // L1: the record read once, no stride arithmetic), and every
+            // TILE records each row moves to its lane as one 64-byte copy,
+            // instead of one scattered 4-byte store per lane and record.
+            let j = i % TILE;
+            for (row, s) in self.tile.chunks_exact_mut(TILE).zip(body.chunks_exact(4)) {
+                row[j] = u32::from_le_bytes([s[0], s[1], s[2], s[3]]);
+            }
+            if j == TILE - 1 || i + 1 == n {
+                // The stride leaves room for a whole tile past `n`.
+                let base = i - j;
+                for (lane, row) in self.words.chunks_exact_mut(stride).zip(self.tile.chunks_exact(TILE)) {
+                    if let Some(dst) = lane.get_mut(base..base + TILE) {
+                        dst.copy_from_slice(row);
+                    }
+                }
             }
             let dst = self.tail.get_mut(i..).unwrap_or_default();
             for (b, &s) in dst.iter_mut().step_by(n).zip(rest) {
@@ -205,8 +235,8 @@ impl Encoder {
         let mut b = [0u8; 10];
         let k = put_varint(&mut b, len as u64);
         self.cols.extend_from_slice(&b[..k]);
-        for lane in self.words.chunks_exact_mut(n) {
-            encode_lane(&mut self.cols, lane);
+        for lane in self.words.chunks_exact(self.stride) {
+            encode_lane(&mut self.cols, &lane[..n], &mut self.scratch);
         }
         for bytes in self.tail.chunks_exact(n) {
             self.cols.push(LANE_RAW);
@@ -249,28 +279,41 @@ impl Encoder {
     }
 }
 
-/// One lane (its values are overwritten): raw or zigzag deltas, as the
-/// sample says, then its byte planes.
-fn encode_lane(cols: &mut Vec<u8>, w: &mut [u32]) {
+/// A varint, with the one-byte case (every length and most time deltas of
+/// a busy source) inline.
+#[inline(always)]
+fn varint(p: &[u8], pos: &mut usize) -> Option<u64> {
+    match p.get(*pos) {
+        Some(&b) if b < 0x80 => {
+            *pos += 1;
+            Some(u64::from(b))
+        }
+        _ => get_varint(p, pos),
+    }
+}
+
+/// One lane: raw or zigzag deltas (into `scratch`), as the sample says,
+/// then its byte planes.
+fn encode_lane(cols: &mut Vec<u8>, w: &[u32], scratch: &mut Vec<u32>) {
     let delta = delta_wins(w);
-    let or = if delta {
-        // Back to front, so each value's predecessor is still the original.
-        let mut or = 0u32;
-        for i in (1..w.len()).rev() {
-            let d = zigzag32(w[i].wrapping_sub(w[i - 1]));
-            w[i] = d;
-            or |= d;
-        }
-        if let Some(v) = w.first_mut() {
-            *v = zigzag32(*v);
-            or |= *v;
-        }
-        or
-    } else {
-        w.iter().fold(0, |a, &v| a | v)
-    };
     cols.push(if delta { LANE_DELTA } else { LANE_RAW });
-    put_planes32(cols, w, width32(or) as usize);
+    if !delta {
+        let or = w.iter().fold(0, |a, &v| a | v);
+        put_planes32(cols, w, width32(or) as usize);
+        return;
+    }
+    scratch.clear();
+    scratch.extend(w.first().map(|&v| zigzag32(v)));
+    // Each value against its predecessor, both read from `w`: no carried
+    // state, so the loop vectorises.
+    scratch.extend(
+        w.iter()
+            .skip(1)
+            .zip(w)
+            .map(|(&v, &p)| zigzag32(v.wrapping_sub(p))),
+    );
+    let or = scratch.iter().fold(0, |a, &v| a | v);
+    put_planes32(cols, scratch, width32(or) as usize);
 }
 
 /// Whether deltas need fewer significant bytes than raw values, judged on
