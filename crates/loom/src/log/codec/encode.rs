@@ -213,7 +213,11 @@ impl Encoder {
             if j == TILE - 1 || i + 1 == n {
                 // The stride leaves room for a whole tile past `n`.
                 let base = i - j;
-                for (lane, row) in self.words.chunks_exact_mut(stride).zip(self.tile.chunks_exact(TILE)) {
+                for (lane, row) in self
+                    .words
+                    .chunks_exact_mut(stride)
+                    .zip(self.tile.chunks_exact(TILE))
+                {
                     if let Some(dst) = lane.get_mut(base..base + TILE) {
                         dst.copy_from_slice(row);
                     }
