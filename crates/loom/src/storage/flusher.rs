@@ -39,10 +39,11 @@ const PAGE: usize = 4096;
 /// Frames are written out once this many bytes wait, even mid-job.
 const WRITE_AT: usize = 4 << 20;
 /// zstd level used while a job waits behind the current one (the flusher is
-/// falling behind) and before it gives up compressing: on the live P2
-/// recording level 1 made frames 0.4 % larger than level 3 and costs less
-/// CPU (docs/chunk-format.md).
-const CATCH_UP_LEVEL: i32 = 1;
+/// falling behind) or the application's queue fills, before it gives up
+/// compressing: on the encode benchmark level −1 costs 5–10 % less CPU than
+/// level 1 for 1–15 % more bytes, and only while behind
+/// (docs/chunk-format.md).
+const CATCH_UP_LEVEL: i32 = -1;
 /// The application's ingest queue (`FlusherStatus::ingest_backlog`, in
 /// percent of its capacity) at which chunks are compressed at
 /// `CATCH_UP_LEVEL`, and at which they are stored as they are: a flusher
