@@ -192,8 +192,15 @@ impl Encoder {
         self.tail.resize(tail * n, 0);
         let (mut pos, mut ts, mut prev_d) = (0usize, first_ts, 0u64);
         for i in 0..n {
-            let d = varint(payload, &mut pos)?;
-            if varint(payload, &mut pos)? != len as u64 {
+            // A busy source's usual header: one-byte delta and length.
+            let (d, l) = match payload.get(pos..pos.wrapping_add(2)) {
+                Some(&[d, l]) if (d | l) < 0x80 => {
+                    pos += 2;
+                    (u64::from(d), u64::from(l))
+                }
+                _ => (varint(payload, &mut pos)?, varint(payload, &mut pos)?),
+            };
+            if l != len as u64 {
                 return Some(None);
             }
             let rec = payload.get(pos..pos.checked_add(len)?)?;
