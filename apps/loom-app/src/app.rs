@@ -303,6 +303,7 @@ fn ingest_config(cli: &Cli, resume_after_us: u64, stop_after_data_us: Option<u64
         stop_after_data_us,
         acks: None,
         ack_interval: Duration::from_millis(cli.ack_interval_ms),
+        queue_max_bytes: cli.queue_max_bytes,
     }
 }
 

@@ -142,7 +142,7 @@ pub struct Cli {
     pub ack_interval_ms: u64,
     /// zstd level of the chunks written to disk (compressed off the ingest
     /// thread); 0 stores them uncompressed.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 1)]
     pub compression_level: i32,
     /// Drop the oldest data (whole segments) while the store holds more than
     /// this many bytes.

@@ -58,6 +58,9 @@ mod writer;
 pub use config::{Config, FlushMode};
 pub use error::{Error, Result};
 pub use gate::{Admission, ConnectionGate};
+/// The chunk encoder, current and reference, for `make encode-bench`.
+#[doc(hidden)]
+pub use log::codec::bench as codec_bench;
 pub use query::percentile_rank as nearest_rank;
 pub use query::{Aggregate, CountResult, Extremes, IndexMode, ScanStats, WindowBins};
 pub use reader::Reader;

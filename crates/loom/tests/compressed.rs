@@ -272,3 +272,57 @@ fn stores_raw(cfg: loom::Config, to_keep_up: bool) -> Result<(), Box<dyn std::er
     check_reopened(dir.path(), &want, 1).map_err(|e| e.to_string())?;
     Ok(())
 }
+
+/// The application's ingest queue filling up (`Writer::set_ingest_backlog`)
+/// makes the flusher store chunks raw from 50 % and compress them at the
+/// catch-up level from 25 %, each counted, and not at all once it drains;
+/// the answers are the same whatever each chunk was stored as.
+#[test]
+fn ingest_backlog_makes_the_flusher_yield() -> Result<(), Box<dyn std::error::Error>> {
+    let cfg = loom::Config {
+        // Only the backlog may make it store raw here.
+        store_raw_when_queued: usize::MAX,
+        ..small_config()
+    };
+    let dir = tempfile::tempdir()?;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+    let mut want: Records = Vec::new();
+    {
+        let (mut w, _r) = loom::open(dir.path(), cfg)?;
+        let h = w.declare(ID, schema())?;
+        let mut t = 1_000u64;
+        let mut phase = |w: &mut loom::Writer,
+                         backlog: u8|
+         -> Result<loom::WriterStats, Box<dyn std::error::Error>> {
+            w.set_ingest_backlog(backlog);
+            let before = w.stats();
+            for _ in 0..2000 {
+                let b = record(Shape::Regular, t, &mut rng);
+                w.push(h, t, &b)?;
+                want.push((t, b));
+                t += 1;
+            }
+            w.persist()?;
+            let st = w.stats();
+            Ok(loom::WriterStats {
+                chunks_written: st.chunks_written - before.chunks_written,
+                chunks_raw_to_keep_up: st.chunks_raw_to_keep_up - before.chunks_raw_to_keep_up,
+                chunks_fast_to_keep_up: st.chunks_fast_to_keep_up - before.chunks_fast_to_keep_up,
+                ..st
+            })
+        };
+        let full = phase(&mut w, 60)?;
+        assert!(full.chunks_written > 10);
+        assert_eq!(full.chunks_raw_to_keep_up, full.chunks_written);
+        let busy = phase(&mut w, 30)?;
+        assert!(busy.chunks_written > 10);
+        assert_eq!(busy.chunks_raw_to_keep_up, 0);
+        assert_eq!(busy.chunks_fast_to_keep_up, busy.chunks_written);
+        let idle = phase(&mut w, 0)?;
+        assert!(idle.chunks_written > 10);
+        assert_eq!(idle.chunks_raw_to_keep_up, 0);
+        w.close()?;
+    }
+    check_reopened(dir.path(), &want, 1).map_err(|e| e.to_string())?;
+    Ok(())
+}

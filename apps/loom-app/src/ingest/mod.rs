@@ -81,6 +81,10 @@ pub struct IngestConfig {
     /// While frames of acknowledged senders wait for a persist, persist
     /// at least this often (their acknowledgement latency).
     pub ack_interval: Duration,
+    /// The receive queue's byte limit (`--queue-max-bytes`): with its
+    /// message capacity, what the queue's fill told to the store's flusher
+    /// is measured against.
+    pub queue_max_bytes: u64,
 }
 
 /// Why ingest ended.
@@ -410,6 +414,19 @@ impl Ingest {
 /// holding each record.
 pub type Leftover = Vec<(FileNo, otlp::Shaped)>;
 
+impl Ingest {
+    /// Tells the store how full the receive queue is (the larger of its
+    /// messages and bytes against their limits), so that its flusher stops
+    /// compressing before the queue overflows and records are dropped.
+    fn tell_backlog(&self, rx: &Receiver<Msg>) {
+        let by_msgs = rx.capacity().map_or(0, |cap| rx.len() * 100 / cap.max(1));
+        let queued = self.counters.recv.queued_bytes.load(Ordering::Relaxed);
+        let by_bytes = queued.saturating_mul(100) / self.cfg.queue_max_bytes.max(1);
+        let percent = (by_msgs as u64).max(by_bytes).min(100) as u8;
+        self.writer.set_ingest_backlog(percent);
+    }
+}
+
 /// Runs until shutdown, the connection limit or the cut-off; persists before
 /// it returns the writer. OTLP records go through `otlp`, their own stage,
 /// and, with durable acknowledgements, through `intake` first (whose
@@ -453,6 +470,7 @@ pub fn run(
         match rx.recv_timeout(wait) {
             Ok(Msg::Frames(f)) => {
                 last_batch = Instant::now();
+                ing.tell_backlog(&rx);
                 ing.frames(&f);
                 pool.give(f.into_payload());
                 dirty = true;

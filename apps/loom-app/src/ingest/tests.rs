@@ -15,6 +15,7 @@ fn config() -> IngestConfig {
         stop_after_data_us: None,
         acks: None,
         ack_interval: Duration::from_millis(100),
+        queue_max_bytes: u64::MAX,
     }
 }
 

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -39,10 +39,19 @@ const PAGE: usize = 4096;
 /// Frames are written out once this many bytes wait, even mid-job.
 const WRITE_AT: usize = 4 << 20;
 /// zstd level used while a job waits behind the current one (the flusher is
-/// falling behind) and before it gives up compressing: on the live P2
-/// recording level 1 made frames 0.4 % larger than level 3 and costs less
-/// CPU (docs/chunk-format.md).
-const CATCH_UP_LEVEL: i32 = 1;
+/// falling behind) or the application's queue fills, before it gives up
+/// compressing: on the encode benchmark level −1 costs 5–10 % less CPU than
+/// level 1 for 1–15 % more bytes, and only while behind
+/// (docs/chunk-format.md).
+const CATCH_UP_LEVEL: i32 = -1;
+/// The application's ingest queue (`FlusherStatus::ingest_backlog`, in
+/// percent of its capacity) at which chunks are compressed at
+/// `CATCH_UP_LEVEL`, and at which they are stored as they are: a flusher
+/// that keeps up with its own jobs can still take the CPU the ingest thread
+/// needs on a small machine (docs/chunk-format.md), and the application's
+/// queue shows it before records are dropped.
+const FAST_AT_BACKLOG: u8 = 25;
+const RAW_AT_BACKLOG: u8 = 50;
 
 /// One range of one block to write.
 pub(crate) struct FlushJob {
@@ -88,6 +97,9 @@ pub(crate) struct FlusherStatus {
     pub chunks_fast_to_keep_up: AtomicU64,
     /// Bytes of the written chunks before compression (headers included).
     pub chunk_bytes: AtomicU64,
+    /// How full the application's ingest queue is, in percent, as it last
+    /// said (`Writer::set_ingest_backlog`); read before every chunk.
+    pub ingest_backlog: AtomicU8,
     /// Bytes of their frames on disk (headers and padding included).
     pub frame_bytes: AtomicU64,
 }
@@ -167,7 +179,7 @@ impl AlignedBuf {
 }
 
 /// How far behind the flusher is, and what it does about it.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Pace {
     /// Nothing waits: the configured level.
     Normal,
@@ -424,7 +436,17 @@ impl State {
                 ));
             };
             self.body.clear();
-            let codec = match self.pace {
+            let backlog = self.status.ingest_backlog.load(Ordering::Relaxed);
+            let pace = if !self.compressing {
+                Pace::Normal
+            } else if backlog >= RAW_AT_BACKLOG {
+                Pace::Raw
+            } else if backlog >= FAST_AT_BACKLOG {
+                self.pace.max(Pace::Fast)
+            } else {
+                self.pace
+            };
+            let codec = match pace {
                 Pace::Raw => {
                     hurried += 1;
                     self.body.extend_from_slice(payload);

@@ -227,6 +227,19 @@ impl Writer {
         }
     }
 
+    /// Tells the flusher how full the application's ingest queue is, in
+    /// percent of its capacity: from 25 % it compresses at zstd level −1,
+    /// from 50 % it stores chunks as they are until the queue drains (both
+    /// counted in `chunks_fast_to_keep_up` / `chunks_raw_to_keep_up`), so
+    /// compression yields the CPU before the queue overflows. Cheap: one
+    /// relaxed store.
+    pub fn set_ingest_backlog(&self, percent: u8) {
+        self.flusher
+            .status
+            .ingest_backlog
+            .store(percent.min(100), Ordering::Relaxed);
+    }
+
     /// Largest record `push` accepts with this store's chunk size.
     pub fn max_record_size(&self) -> usize {
         self.max_record
