@@ -5,7 +5,8 @@
 #
 #   make agent-probe-cost [PC_CALLS=20000000] [PC_ROUNDS=2]
 #       ns added per syscall of a getppid loop by each syscall-probe mode
-#       (non-target, target's unlisted syscall, stored event), bpftrace beside
+#       (non-target, target's unlisted syscall, stored event), bpftrace beside;
+#       PC_BEFORE_AGENT=/path/to/older/loom-agent adds its stored-event modes
 #   make agent-redis-bench [RB_ROUNDS=3] [RB_REQUESTS=1000000] [RB_CLIENTS=50]
 #       redis-benchmark against Debian's redis-server: untraced / bpftrace
 #       counting its syscalls / loom-agent --pid storing them, alternated
@@ -32,7 +33,7 @@ agent-bench-build:
 agent-probe-cost: agent-bench-build
 	mkdir -p $(EVAL_OUT)
 	@set -o pipefail; { echo "== agent-probe-cost $$(date -u +%FT%TZ)"; \
-	  bash apps/loom-agent/bench/probe-cost.sh $(PC_CALLS) $(PC_ROUNDS); } 2>&1 | tee -a $(EVAL_OUT)/agent-probe-cost
+	  PC_BEFORE_AGENT=$(PC_BEFORE_AGENT) bash apps/loom-agent/bench/probe-cost.sh $(PC_CALLS) $(PC_ROUNDS); } 2>&1 | tee -a $(EVAL_OUT)/agent-probe-cost
 
 agent-redis-bench: agent-bench-build
 	mkdir -p $(EVAL_OUT)

@@ -13,7 +13,7 @@ use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, MapMut, RingBufferBuilder, TracepointCategory};
 
 use super::event::{AgentBlockIo, AgentEvent, AgentPageCache, AgentRunQueue, AgentSyscall};
-use super::fentry::FentryTarget;
+use super::fentry::{kernel_names, FentryTarget};
 use super::plan::SyscallPlan;
 use super::target::CgroupTarget;
 use super::{AgentProbeConfig, Shared, SyscallAttach, SyscallSelection, PACKET_PROBE};
@@ -287,16 +287,30 @@ fn attach(
         (Some(SyscallAttach::PerSyscall), Some(SyscallSelection::List(l))) => {
             for &nr in l {
                 let name = telemetry::model::syscall_name(nr);
+                // The tracepoints carry the kernel's name (`stat` is
+                // `sys_enter_newstat`): the first that exists.
+                let kernel_names = kernel_names(&name);
                 for (prog, dir) in [(&p.one_sys_enter, "enter"), (&p.one_sys_exit, "exit")] {
-                    let tp = format!("sys_{dir}_{name}");
-                    links.push(prog.attach_tracepoint(TracepointCategory::Syscalls, &tp).map_err(
-                        |e| ProbeError::Libbpf {
-                            step: format!("attaching syscalls:{tp}"),
+                    let mut last = None;
+                    for k in &kernel_names {
+                        let tp = format!("sys_{dir}_{k}");
+                        match prog.attach_tracepoint(TracepointCategory::Syscalls, &tp) {
+                            Ok(link) => {
+                                links.push(link);
+                                last = None;
+                                break;
+                            }
+                            Err(e) => last = Some(e),
+                        }
+                    }
+                    if let Some(e) = last {
+                        return Err(ProbeError::Libbpf {
+                            step: format!("attaching syscalls:sys_{dir}_{name}"),
                             detail: format!(
                                 "{e:#} (this kernel has no tracepoint for {name}; use --syscall-attach raw)"
                             ),
-                        },
-                    )?);
+                        });
+                    }
                 }
             }
         }

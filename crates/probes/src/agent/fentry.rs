@@ -26,10 +26,11 @@ pub struct FentryTarget {
     pub function: String,
 }
 
-/// The kernel functions that may implement syscall `name`, most likely
-/// first: the plain wrapper, then the kernel's renamed ones (`stat` is
-/// `newstat`, `umount2` is `umount`, `sendfile` is `sendfile64`).
-fn candidates(name: &str) -> Vec<String> {
+/// The kernel's names that may be syscall `name`'s, most likely first: its
+/// own, then the kernel's renamed ones (`stat` is `newstat`, `umount2` is
+/// `umount`, `sendfile` is `sendfile64`). The functions are
+/// `__x64_sys_` + one, the tracepoints `sys_enter_` + one.
+pub fn kernel_names(name: &str) -> Vec<String> {
     let mut names = vec![name.to_string(), format!("new{name}")];
     match name {
         "umount2" => names.push("umount".into()),
@@ -37,6 +38,10 @@ fn candidates(name: &str) -> Vec<String> {
         _ => {}
     }
     names
+}
+
+fn candidates(name: &str) -> Vec<String> {
+    kernel_names(name)
         .into_iter()
         .map(|n| format!("__x64_sys_{n}"))
         .collect()

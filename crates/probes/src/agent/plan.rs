@@ -92,3 +92,42 @@ pub fn plan(sel: &SyscallSelection, asked: SyscallAttach) -> Result<SyscallPlan,
         (m, _) => Ok(SyscallPlan::plain(m, false)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(n: u32) -> SyscallSelection {
+        SyscallSelection::List((0..n).collect())
+    }
+
+    #[test]
+    fn auto_takes_raw_for_every_syscall_and_falls_back_with_the_limit_for_long_lists() {
+        let all = plan(&SyscallSelection::All, SyscallAttach::Auto).unwrap();
+        assert_eq!((all.mode, all.fallback), (SyscallAttach::Raw, None));
+        let over = plan(&list(33), SyscallAttach::Auto).unwrap();
+        assert_eq!(over.mode, SyscallAttach::PerSyscall);
+        let why = over.fallback.expect("a reason");
+        assert!(
+            why.contains("at most 32") && why.contains("has 33"),
+            "{why}"
+        );
+        let long = plan(&list(PER_SYSCALL_MAX as u32 + 1), SyscallAttach::Auto).unwrap();
+        assert_eq!(long.mode, SyscallAttach::Raw);
+        assert!(long.to_string().starts_with("raw_syscalls, not fentry: "));
+    }
+
+    #[test]
+    fn explicit_modes_are_kept_or_refused_with_the_reason() {
+        for sel in [SyscallSelection::All, list(33)] {
+            let e = plan(&sel, SyscallAttach::Fentry).unwrap_err().to_string();
+            assert!(
+                e.contains("--syscall-attach fentry") && e.contains("32"),
+                "{e}"
+            );
+        }
+        assert!(plan(&SyscallSelection::All, SyscallAttach::PerSyscall).is_err());
+        let raw = plan(&list(3), SyscallAttach::Raw).unwrap();
+        assert_eq!((raw.mode, raw.auto), (SyscallAttach::Raw, false));
+    }
+}
