@@ -9,7 +9,8 @@
 #       PC_BEFORE_AGENT=/path/to/older/loom-agent adds its stored-event modes
 #   make agent-redis-bench [RB_ROUNDS=3] [RB_REQUESTS=1000000] [RB_CLIENTS=50]
 #       redis-benchmark against Debian's redis-server: untraced / bpftrace
-#       counting its syscalls / loom-agent --pid storing them, alternated
+#       counting its syscalls / loom-agent --pid storing them, alternated;
+#       RB_AGENT_ARGS="--ring-buffer-bytes 4194304" adds flags to the agent
 #   make agent-all-bench [ALL_S=60] [ALL_PROBES="--syscalls --blockio --runqueue"]
 #       loom-agent --all beside `make demo` (scripts/demo.sh): RSS, CPU-s per
 #       million events, drops
@@ -38,7 +39,7 @@ agent-probe-cost: agent-bench-build
 agent-redis-bench: agent-bench-build
 	mkdir -p $(EVAL_OUT)
 	@set -o pipefail; { echo "== agent-redis-bench $$(date -u +%FT%TZ)"; \
-	  bash apps/loom-agent/bench/redis-bench.sh $(RB_ROUNDS) $(RB_REQUESTS) $(RB_CLIENTS); } 2>&1 | tee -a $(EVAL_OUT)/agent-redis-bench
+	  RB_AGENT_ARGS="$(RB_AGENT_ARGS)" bash apps/loom-agent/bench/redis-bench.sh $(RB_ROUNDS) $(RB_REQUESTS) $(RB_CLIENTS); } 2>&1 | tee -a $(EVAL_OUT)/agent-redis-bench
 
 agent-all-bench: agent-bench-build
 	mkdir -p $(EVAL_OUT)
