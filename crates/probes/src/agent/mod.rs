@@ -136,7 +136,7 @@ impl Default for AgentProbeConfig {
             blockio: false,
             runqueue: false,
             packets: None,
-            ring_buffer_bytes: 16 << 20,
+            ring_buffer_bytes: 4 << 20,
             wakeup_bytes: 256 << 10,
             poll_interval: Duration::from_millis(50),
             batch_size: 1024,
