@@ -493,3 +493,18 @@ fn read_drops(map: &MapMut<'_>, shared: &Shared) -> Result<(), ProbeError> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::slot_of;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn only_the_slot_programs_have_a_slot() {
+        assert_eq!(slot_of(OsStr::new("sys_entry_0")), Some(0));
+        assert_eq!(slot_of(OsStr::new("sys_exit_31")), Some(31));
+        for other in ["one_sys_enter", "raw_sys_exit", "sys_entry_", "sys_exit_x"] {
+            assert_eq!(slot_of(OsStr::new(other)), None, "{other}");
+        }
+    }
+}
