@@ -3,6 +3,10 @@
 # a C loop of syscall(SYS_getppid), N calls, timed untraced and under each
 # mode, rounds alternated; bpftrace's count-only probes beside them.
 # Usage: probe-cost.sh [CALLS] [ROUNDS]   (root; loom-app and loom-agent built)
+# PC_BEFORE_AGENT=/path/to/an/older/loom-agent adds its stored-event modes
+# (suffix _before) to the same rounds, for a before/after comparison.
+# A mode whose agent cannot attach (fentry on a kernel that refuses it)
+# prints n/a and the reason.
 # Prints a PROBE_COST line per run and a table: per mode the mean ns per
 # call and the ns and % added to the same round's untraced loop, in the
 # loop thread's CPU time (the probes run in its syscall context; time other
@@ -20,11 +24,19 @@ PORT=$((20000 + RANDOM % 20000))
   --loom-path "$WORK/store" --report-interval-s 600 >"$WORK/app.log" 2>&1 &
 sleep 1
 run_loop() { "$WORK/loop" getppidloop "$N"; }
-with_agent() {
-  "$BIN/loom-agent" --to 127.0.0.1:$PORT --report-interval-s 600 "$@" >"$WORK/agent.log" 2>&1 &
+with_agent() { agent_run "$BIN/loom-agent" "$@"; }
+with_before() { agent_run "$PC_BEFORE_AGENT" "$@"; }
+agent_run() {
+  local exe=$1; shift
+  "$exe" --to 127.0.0.1:$PORT --report-interval-s 600 "$@" >"$WORK/agent.log" 2>&1 &
   local a=$!
   for _ in $(seq 100); do grep -q attached "$WORK/agent.log" && break; sleep 0.1; done
-  grep -q attached "$WORK/agent.log" || { echo "loom-agent did not attach:" >&2; cat "$WORK/agent.log" >&2; exit 1; }
+  if ! grep -q attached "$WORK/agent.log"; then
+    echo "  $* -> did not attach: $(grep -v '^libbpf' "$WORK/agent.log" | tail -1)" >&2
+    kill -INT $a 2>/dev/null; wait $a || true
+    echo "n/a n/a"; return
+  fi
+  echo "  $* -> $(grep -o 'syscalls: [^)]*' "$WORK/agent.log")" >&2
   run_loop
   kill -INT $a; wait $a || true
   echo "  $* -> $(grep -o 'AGENT events=[0-9]* kernel_drops=[0-9]* channel_drops=[0-9]*' "$WORK/agent.log")" >&2
@@ -40,16 +52,22 @@ with_bpftrace() {
 declare -A MODES=(
   [untraced]="run_loop"
   [nontarget_per_syscall_pread64]="with_agent --pid 1 --syscalls pread64"
+  [nontarget_fentry_pread64]="with_agent --pid 1 --syscalls pread64 --syscall-attach fentry"
   [nontarget_raw_pread64]="with_agent --pid 1 --syscalls pread64 --syscall-attach raw"
   [nontarget_raw_all]="with_agent --pid 1 --syscalls"
   [target_unlisted_per_syscall]="with_agent --comm getppidloop --syscalls pread64"
   [target_unlisted_raw]="with_agent --comm getppidloop --syscalls pread64 --syscall-attach raw"
   [target_stored_per_syscall]="with_agent --comm getppidloop --syscalls getppid"
   [target_stored_raw_all]="with_agent --comm getppidloop --syscalls"
+  [target_stored_per_syscall_before]="with_before --comm getppidloop --syscalls getppid"
+  [target_stored_raw_all_before]="with_before --comm getppidloop --syscalls"
 )
-ORDER=(untraced nontarget_per_syscall_pread64 nontarget_raw_pread64 nontarget_raw_all
-  target_unlisted_per_syscall target_unlisted_raw target_stored_per_syscall target_stored_raw_all
-  bpftrace_raw_pid1 bpftrace_count_loop)
+ORDER=(untraced nontarget_per_syscall_pread64 nontarget_fentry_pread64 nontarget_raw_pread64
+  nontarget_raw_all target_unlisted_per_syscall target_unlisted_raw target_stored_per_syscall
+  target_stored_raw_all bpftrace_raw_pid1 bpftrace_count_loop)
+if [ -n "${PC_BEFORE_AGENT:-}" ]; then
+  ORDER+=(target_stored_per_syscall_before target_stored_raw_all_before)
+fi
 echo "probe-cost: $N calls per run, $ROUNDS rounds, load $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq "$ROUNDS"); do
   for m in "${ORDER[@]}"; do
@@ -67,9 +85,11 @@ echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
        m = f["mode"]; c = f["cpu_ns_per_call"]; w = f["wall_ns_per_call"]
        if (m == "untraced") { bc = c; bw = w }
+       if (c == "n/a") { if (!(m in seen)) { seen[m] = 1; order[++k] = m }; na[m] = 1; next }
        ns[m] += c; add[m] += c - bc; addw[m] += w - bw; n[m]++
        if (!(m in seen)) { seen[m] = 1; order[++k] = m } }
      END { printf "%-32s %11s %11s %8s %12s\n", "mode", "CPU ns/call", "added ns", "added %", "wall added"
            b = ns["untraced"] / n["untraced"]
            for (i = 1; i <= k; i++) { m = order[i]
+             if (na[m] && !n[m]) { printf "%-32s %11s\n", m, "n/a (did not attach)"; continue }
              printf "%-32s %11.1f %11.1f %7.1f%% %12.1f\n", m, ns[m] / n[m], add[m] / n[m], 100 * add[m] / n[m] / b, addw[m] / n[m] } }' "$WORK/runs"

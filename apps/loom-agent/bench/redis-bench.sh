@@ -10,6 +10,7 @@
 # then one check round with bpftrace and loom-agent attached together, their
 # per-syscall counts compared. Prints RB lines per run and a table.
 # Usage: redis-bench.sh [ROUNDS] [REQUESTS] [CLIENTS]   (root; built binaries)
+# RB_AGENT_ARGS adds flags to every loom-agent (e.g. --ring-buffer-bytes 4194304).
 set -euo pipefail
 ROUNDS=${1:-3}
 REQUESTS=${2:-1000000}
@@ -56,8 +57,9 @@ start_bpftrace() {
 }
 stop_bpftrace() { kill -INT $BT; wait $BT || true; }
 start_agent() { # $1: the host tag of this run's series
+  # shellcheck disable=SC2086 # RB_AGENT_ARGS is a list of flags
   "$BIN/loom-agent" --to 127.0.0.1:$APORT --pid $REDIS --syscalls --host "$1" \
-    --report-interval-s 600 >"$WORK/agent.log" 2>&1 &
+    --report-interval-s 600 ${RB_AGENT_ARGS:-} >"$WORK/agent.log" 2>&1 &
   AG=$!
   for _ in $(seq 100); do grep -q attached "$WORK/agent.log" && return; sleep 0.1; done
   echo "loom-agent did not attach:" >&2; cat "$WORK/agent.log" >&2; exit 1

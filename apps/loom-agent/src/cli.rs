@@ -42,8 +42,11 @@ pub struct Cli {
     /// (`pread64,write`).
     #[arg(long, num_args = 0..=1, default_missing_value = "all")]
     pub syscalls: Option<String>,
-    /// How the syscall probe attaches: auto (per-syscall tracepoints for a
-    /// list of up to 64 names, raw_syscalls otherwise), raw, per-syscall.
+    /// How the syscall probe attaches: auto (fentry for a list of up to 32
+    /// names the kernel has functions for, else per-syscall tracepoints for
+    /// up to 64 names, else raw_syscalls; the choice and any fallback
+    /// reason are printed on the "attached" line), fentry, per-syscall
+    /// (alias tracepoint), raw.
     #[arg(long, value_enum, default_value = "auto")]
     pub syscall_attach: AttachArg,
     /// Record page-cache insertions.
@@ -61,8 +64,10 @@ pub struct Cli {
     /// series carry only the `host` tag.
     #[arg(long, value_name = "IFACE[:PORT]")]
     pub packets: Option<probes::agent::PacketSelection>,
-    /// Bytes of each probe's ring buffer (a power of two).
-    #[arg(long, default_value_t = 16 << 20)]
+    /// Bytes of each probe's ring buffer (a power of two). Each ring is
+    /// mapped twice into the agent (its RSS); 4 MiB held a 1.2 M events/s
+    /// storm without a drop (docs/deploy.md, "What the agent costs").
+    #[arg(long, default_value_t = 4 << 20)]
     pub ring_buffer_bytes: u32,
     /// Bytes of frames kept until loom-app acknowledges them as durable
     /// (and while it cannot be reached); beyond this the newest records are
@@ -97,11 +102,14 @@ pub struct Cli {
 /// `--syscall-attach` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum AttachArg {
-    /// Per-syscall tracepoints for short lists, raw otherwise.
+    /// fentry for short lists, per-syscall tracepoints or raw otherwise.
     Auto,
+    /// fentry/fexit on each listed syscall's function (__x64_sys_NAME).
+    Fentry,
     /// raw_syscalls sys_enter/sys_exit.
     Raw,
     /// syscalls:sys_enter_NAME/sys_exit_NAME.
+    #[value(alias = "tracepoint")]
     PerSyscall,
 }
 

@@ -64,6 +64,7 @@ pub fn probe_config(cli: &Cli) -> Result<AgentProbeConfig, AgentError> {
         syscalls: cli.syscalls.as_deref().map(syscall_selection).transpose()?,
         syscall_attach: match cli.syscall_attach {
             AttachArg::Auto => SyscallAttach::Auto,
+            AttachArg::Fentry => SyscallAttach::Fentry,
             AttachArg::Raw => SyscallAttach::Raw,
             AttachArg::PerSyscall => SyscallAttach::PerSyscall,
         },
@@ -138,9 +139,13 @@ pub fn run(cli: Cli) -> Result<(), AgentError> {
         sender_stop.clone(),
         DRAIN_DEADLINE,
     );
+    let syscalls = probes
+        .syscall_plan
+        .as_ref()
+        .map_or_else(|| "off".to_string(), |p| p.to_string());
     println!(
-        "loom-agent attached (syscalls {:?}), host {}, sending to {}",
-        probes.syscall_mode, id.host, id.to
+        "loom-agent attached (syscalls: {syscalls}), host {}, sending to {}",
+        id.host, id.to
     );
     let start = Instant::now();
     let deadline = cli.duration_s.map(Duration::from_secs_f64);

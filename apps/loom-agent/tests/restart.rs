@@ -10,7 +10,7 @@ mod support;
 use std::time::Duration;
 
 use rand::Rng;
-use support::harness::{cannot_run, Agent, App, Traced};
+use support::harness::{assert_each_inside_its_call, calls_of, cannot_run, Agent, App, Traced};
 
 /// Kernel and user-space clocks: the agent maps the kernel's monotonic
 /// event time onto the wall clock once at start; the child reads the wall
@@ -50,14 +50,7 @@ fn loom_app_killed_mid_run_loses_nothing_and_moves_nothing() {
     assert!(s["connections"] >= 2, "the agent reconnected: {s:?}");
     let lost = s["kernel_drops"] + s["channel_drops"] + s["queue_drops"] + s["send_drops"];
 
-    let mut calls: Vec<(u64, u64)> = log
-        .iter()
-        .filter_map(|l| {
-            let mut it = l.strip_prefix("CALL ")?.split_whitespace();
-            Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
-        })
-        .collect();
-    calls.sort_unstable();
+    let calls = calls_of(&log);
     assert_eq!(calls.len() as u64, k, "the child logged every call");
     let host = telemetry::wire::sender::hostname();
     let q = format!(
@@ -75,17 +68,6 @@ fn loom_app_killed_mid_run_loses_nothing_and_moves_nothing() {
     times.sort_unstable();
     assert_eq!(times.len() as u64, count);
     // One to one, in order: each stored record inside its own call.
-    let mut j = 0;
-    for (i, &t) in times.iter().enumerate() {
-        while j < calls.len() && calls[j].1 + SLACK_US < t {
-            j += 1;
-        }
-        assert!(
-            j < calls.len() && calls[j].0 <= t + SLACK_US,
-            "stored record {i} at {t} µs is in no call of the child (next call {:?})",
-            calls.get(j)
-        );
-        j += 1;
-    }
+    assert_each_inside_its_call(&times, &calls, SLACK_US);
     child.finish();
 }

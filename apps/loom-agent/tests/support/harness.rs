@@ -242,6 +242,8 @@ impl Drop for Traced {
 pub struct Agent {
     child: Child,
     pub lines: Lines,
+    /// Its `loom-agent attached (syscalls: …) …` line.
+    pub attached: String,
 }
 
 impl Agent {
@@ -253,8 +255,12 @@ impl Agent {
             .spawn()
             .expect("start loom-agent");
         let lines = Lines::of(child.stdout.take().expect("stdout"));
-        lines.wait_for("loom-agent attached", Duration::from_secs(60));
-        Agent { child, lines }
+        let attached = lines.wait_for("loom-agent attached", Duration::from_secs(60));
+        Agent {
+            child,
+            lines,
+            attached,
+        }
     }
 
     /// Stops it (SIGINT) and returns its `AGENT …` summary as key → value.
@@ -280,5 +286,36 @@ impl Drop for Agent {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// A `preads` child's log of its calls: (wall µs before, after), sorted.
+pub fn calls_of(log: &[String]) -> Vec<(u64, u64)> {
+    let mut calls: Vec<(u64, u64)> = log
+        .iter()
+        .filter_map(|l| {
+            let mut it = l.strip_prefix("CALL ")?.split_whitespace();
+            Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+        })
+        .collect();
+    calls.sort_unstable();
+    calls
+}
+
+/// Asserts that the sorted stored `times` match sorted `calls` one to one,
+/// in order, each inside its own call (within `slack_us`: the agent maps
+/// the kernel's monotonic clock onto the wall clock once at start).
+pub fn assert_each_inside_its_call(times: &[u64], calls: &[(u64, u64)], slack_us: u64) {
+    let mut j = 0;
+    for (i, &t) in times.iter().enumerate() {
+        while j < calls.len() && calls[j].1 + slack_us < t {
+            j += 1;
+        }
+        assert!(
+            j < calls.len() && calls[j].0 <= t + slack_us,
+            "stored record {i} at {t} µs is in no call of the child (next call {:?})",
+            calls.get(j)
+        );
+        j += 1;
     }
 }

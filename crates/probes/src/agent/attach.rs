@@ -9,14 +9,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Sender, TrySendError};
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, MapMut, RingBufferBuilder, TracepointCategory};
 
 use super::event::{AgentBlockIo, AgentEvent, AgentPageCache, AgentRunQueue, AgentSyscall};
+use super::fentry::{kernel_names, FentryTarget};
+use super::plan::SyscallPlan;
 use super::target::CgroupTarget;
-use super::{
-    AgentProbeConfig, Shared, SyscallAttach, SyscallSelection, PACKET_PROBE, PER_SYSCALL_MAX,
-};
+use super::{AgentProbeConfig, Shared, SyscallAttach, SyscallSelection, PACKET_PROBE};
 use crate::event::{PacketEvent, RawEvent};
 use crate::packet::PacketProbe;
 use crate::skel::agent::{AgentSkel, AgentSkelBuilder};
@@ -32,33 +32,50 @@ const SYSCALL_LIST: u32 = 32;
 const MAX_SYSCALL_NR: u32 = 1024;
 const DROP_READ_INTERVAL: Duration = Duration::from_millis(200);
 
-/// The attachment `Auto` resolves to for `sel`.
-pub(super) fn syscall_mode(sel: &SyscallSelection, asked: SyscallAttach) -> SyscallAttach {
-    match (asked, sel) {
-        (SyscallAttach::Auto, SyscallSelection::List(l)) if l.len() <= PER_SYSCALL_MAX => {
-            SyscallAttach::PerSyscall
-        }
-        (SyscallAttach::Auto, _) => SyscallAttach::Raw,
-        (m, _) => m,
-    }
-}
-
 fn err(step: &str) -> impl FnOnce(libbpf_rs::Error) -> ProbeError + '_ {
     move |e| ProbeError::libbpf(step, e)
 }
 
-/// Thread body: load, attach, report readiness, poll until stopped.
+/// Thread body: load, attach, report readiness (with the syscall
+/// attachment finally taken), poll until stopped.
 pub(super) fn run(
     config: AgentProbeConfig,
+    mut plan: Option<SyscallPlan>,
     cgroups: Vec<CgroupTarget>,
     out: Sender<Vec<AgentEvent>>,
     shared: Arc<Shared>,
     stop: Arc<AtomicBool>,
-    ready: Sender<Result<(), ProbeError>>,
+    ready: Sender<Result<Option<SyscallPlan>, ProbeError>>,
 ) -> Result<(), ProbeError> {
     let mut storage = MaybeUninit::uninit();
+    let mut retry_storage = MaybeUninit::uninit();
     let mut packet_storage = MaybeUninit::uninit();
-    let loaded = load(&config, &cgroups, &mut storage).and_then(|(skel, links)| {
+    let mut loaded = load(&config, plan.as_ref(), &cgroups, &mut storage);
+    // A kernel whose BTF names the functions may still refuse fentry (no
+    // BPF trampoline): `Auto` then falls back, saying why.
+    if let (Err(e), Some(p)) = (&loaded, &plan) {
+        if p.mode == SyscallAttach::Fentry {
+            let why = match e {
+                ProbeError::PermissionDenied { .. } => {
+                    "the kernel refuses fentry programs (EPERM as root: BPF trampolines \
+                     disabled or restricted here)"
+                        .to_string()
+                }
+                e => format!("loading the fentry programs failed: {e}"),
+            };
+            if !p.auto {
+                let _ = ready.send(Err(ProbeError::InvalidConfig(format!(
+                    "--syscall-attach fentry: {why}; use --syscall-attach tracepoint"
+                ))));
+                return Ok(());
+            }
+            let fallback = SyscallPlan::without_fentry(p.fentry.len(), why);
+            log::warn!("syscall probe: {fallback}");
+            plan = Some(fallback);
+            loaded = load(&config, plan.as_ref(), &cgroups, &mut retry_storage);
+        }
+    }
+    let loaded = loaded.and_then(|(skel, links)| {
         let packets = match &config.packets {
             Some(p) => Some(PacketProbe::attach(
                 &mut packet_storage,
@@ -85,7 +102,7 @@ pub(super) fn run(
         &shared,
         &stop,
         || {
-            let _ = ready.send(Ok(()));
+            let _ = ready.send(Ok(plan));
         },
     );
     drop(packets);
@@ -95,14 +112,13 @@ pub(super) fn run(
 
 fn load<'obj>(
     config: &AgentProbeConfig,
+    plan: Option<&SyscallPlan>,
     cgroups: &[CgroupTarget],
     storage: &'obj mut MaybeUninit<libbpf_rs::OpenObject>,
 ) -> Result<(AgentSkel<'obj>, Vec<Link>), ProbeError> {
     let t = &config.targets;
-    let mode = config
-        .syscalls
-        .as_ref()
-        .map(|s| syscall_mode(s, config.syscall_attach));
+    let mode = plan.map(|p| p.mode);
+    let fentry: &[FentryTarget] = plan.map_or(&[], |p| &p.fentry);
     let mut open = AgentSkelBuilder::default()
         .open(storage)
         .map_err(err("opening the agent probes"))?;
@@ -134,6 +150,9 @@ fn load<'obj>(
     rodata.filter_flags = flags;
     rodata.n_cgroups = cgroups.len() as u32;
     rodata.wakeup_bytes = config.wakeup_bytes;
+    for (slot, f) in rodata.slot_nr.iter_mut().zip(fentry) {
+        *slot = f.nr;
+    }
     let raw = mode == Some(SyscallAttach::Raw);
     let per = mode == Some(SyscallAttach::PerSyscall);
     let p = &mut open.progs;
@@ -149,6 +168,19 @@ fn load<'obj>(
     p.runqueue_wakeup_new.set_autoload(config.runqueue);
     p.runqueue_switch.set_autoload(config.runqueue);
     p.follow_fork.set_autoload(flags & FOLLOW_CHILDREN != 0);
+    for mut prog in open.open_object_mut().progs_mut() {
+        let Some(i) = slot_of(prog.name()) else {
+            continue;
+        };
+        let target = fentry
+            .get(i)
+            .filter(|_| mode == Some(SyscallAttach::Fentry));
+        prog.set_autoload(target.is_some());
+        if let Some(f) = target {
+            prog.set_attach_target(0, Some(f.function.clone()))
+                .map_err(|e| ProbeError::libbpf(format!("pointing a slot at {}", f.function), e))?;
+        }
+    }
     let m = &mut open.maps;
     for (on, map) in [
         (mode.is_some(), &mut m.syscall_events),
@@ -161,8 +193,28 @@ fn load<'obj>(
     }
     let skel = open.load().map_err(err("loading the agent probes"))?;
     fill_maps(&skel, config, cgroups)?;
-    let links = attach(&skel, config, mode)?;
+    let mut links = attach(&skel, config, mode)?;
+    if mode == Some(SyscallAttach::Fentry) {
+        for prog in skel.object().progs_mut() {
+            if slot_of(prog.name()).is_some() && prog.autoload() {
+                let name = prog.name().to_string_lossy().into_owned();
+                links.push(
+                    prog.attach()
+                        .map_err(|e| ProbeError::libbpf(format!("attaching {name}"), e))?,
+                );
+            }
+        }
+    }
     Ok((skel, links))
+}
+
+/// The fentry/fexit slot a program is (`sys_entry_N` / `sys_exit_N`).
+fn slot_of(name: &std::ffi::OsStr) -> Option<usize> {
+    let name = name.to_str()?;
+    name.strip_prefix("sys_entry_")
+        .or_else(|| name.strip_prefix("sys_exit_"))?
+        .parse()
+        .ok()
 }
 
 fn put(map: &MapMut<'_>, key: &[u8], value: &[u8], what: &str) -> Result<(), ProbeError> {
@@ -235,25 +287,40 @@ fn attach(
         (Some(SyscallAttach::PerSyscall), Some(SyscallSelection::List(l))) => {
             for &nr in l {
                 let name = telemetry::model::syscall_name(nr);
+                // The tracepoints carry the kernel's name (`stat` is
+                // `sys_enter_newstat`): the first that exists.
+                let kernel_names = kernel_names(&name);
                 for (prog, dir) in [(&p.one_sys_enter, "enter"), (&p.one_sys_exit, "exit")] {
-                    let tp = format!("sys_{dir}_{name}");
-                    links.push(prog.attach_tracepoint(TracepointCategory::Syscalls, &tp).map_err(
-                        |e| ProbeError::Libbpf {
-                            step: format!("attaching syscalls:{tp}"),
+                    let mut last = None;
+                    for k in &kernel_names {
+                        let tp = format!("sys_{dir}_{k}");
+                        match prog.attach_tracepoint(TracepointCategory::Syscalls, &tp) {
+                            Ok(link) => {
+                                links.push(link);
+                                last = None;
+                                break;
+                            }
+                            Err(e) => last = Some(e),
+                        }
+                    }
+                    if let Some(e) = last {
+                        return Err(ProbeError::Libbpf {
+                            step: format!("attaching syscalls:sys_{dir}_{name}"),
                             detail: format!(
                                 "{e:#} (this kernel has no tracepoint for {name}; use --syscall-attach raw)"
                             ),
-                        },
-                    )?);
+                        });
+                    }
                 }
             }
         }
-        (Some(_), _) => {
+        (Some(SyscallAttach::PerSyscall), _) => {
             return Err(ProbeError::InvalidConfig(
                 "per-syscall tracepoints need a syscall list".into(),
             ))
         }
-        (None, _) => {}
+        // Fentry slots are attached by the caller; Auto never gets here.
+        (Some(_), _) | (None, _) => {}
     }
     let mut auto = |on: bool, prog: &libbpf_rs::ProgramMut<'_>, what: &str| {
         if on {
@@ -425,4 +492,19 @@ fn read_drops(map: &MapMut<'_>, shared: &Shared) -> Result<(), ProbeError> {
         shared.kernel_drops[i as usize].store(sum, Ordering::Relaxed);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slot_of;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn only_the_slot_programs_have_a_slot() {
+        assert_eq!(slot_of(OsStr::new("sys_entry_0")), Some(0));
+        assert_eq!(slot_of(OsStr::new("sys_exit_31")), Some(31));
+        for other in ["one_sys_enter", "raw_sys_exit", "sys_entry_", "sys_exit_x"] {
+            assert_eq!(slot_of(OsStr::new(other)), None, "{other}");
+        }
+    }
 }

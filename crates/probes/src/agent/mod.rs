@@ -3,14 +3,18 @@
 //! kernel on a [`Targets`] selection, streamed as batches of
 //! [`AgentEvent`]s with per-probe counts of events and ring-buffer drops.
 //!
-//! Syscalls are attached by [`SyscallAttach`]: `raw_syscalls`
-//! `sys_enter`/`sys_exit` see every syscall of the host (the filter runs on
-//! each), while per-syscall tracepoints (`syscalls:sys_enter_NAME`) run only
-//! for the listed calls; `Auto` takes per-syscall tracepoints for a list of
-//! at most [`PER_SYSCALL_MAX`] names and raw tracepoints otherwise.
+//! Syscalls are attached by [`SyscallAttach`]: fentry/fexit on the listed
+//! syscalls' kernel functions run only for those calls and leave every
+//! other syscall of the host on its fast path; per-syscall tracepoints
+//! (`syscalls:sys_enter_NAME`) also run programs only for the listed calls,
+//! but enabling any of them sends every syscall of every task through the
+//! tracepoint slow path; `raw_syscalls` `sys_enter`/`sys_exit` run the
+//! filter on every syscall of the host. [`plan::plan`] chooses for `Auto`.
 
 mod attach;
 pub mod event;
+pub mod fentry;
+pub mod plan;
 pub mod target;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -82,9 +86,13 @@ impl std::str::FromStr for PacketSelection {
 /// How the syscall probe attaches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SyscallAttach {
-    /// Per-syscall tracepoints for short lists, raw tracepoints otherwise.
+    /// fentry for a list the kernel supports, per-syscall tracepoints for
+    /// other short lists, raw tracepoints otherwise ([`plan::plan`]).
     #[default]
     Auto,
+    /// fentry/fexit on each listed syscall's kernel function
+    /// (`__x64_sys_NAME`), at most [`fentry::FENTRY_SLOTS`].
+    Fentry,
     /// `raw_syscalls:sys_enter` / `sys_exit`.
     Raw,
     /// `syscalls:sys_enter_NAME` / `sys_exit_NAME` for each listed syscall.
@@ -128,7 +136,7 @@ impl Default for AgentProbeConfig {
             blockio: false,
             runqueue: false,
             packets: None,
-            ring_buffer_bytes: 16 << 20,
+            ring_buffer_bytes: 4 << 20,
             wakeup_bytes: 256 << 10,
             poll_interval: Duration::from_millis(50),
             batch_size: 1024,
@@ -179,7 +187,7 @@ pub struct AgentProbes {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<Result<(), ProbeError>>>,
     /// How the syscall probe attached (`None`: not loaded).
-    pub syscall_mode: Option<SyscallAttach>,
+    pub syscall_plan: Option<plan::SyscallPlan>,
 }
 
 impl AgentProbes {
@@ -225,10 +233,11 @@ impl AgentProbes {
         if config.syscalls.is_some() || config.page_cache {
             ensure_tracefs(true)?;
         }
-        let mode = config
+        let plan = config
             .syscalls
             .as_ref()
-            .map(|s| attach::syscall_mode(s, config.syscall_attach));
+            .map(|s| plan::plan(s, config.syscall_attach))
+            .transpose()?;
         let stop = Arc::new(AtomicBool::new(false));
         let shared = Arc::new(Shared::default());
         let (ready_tx, ready_rx) = crossbeam_channel::bounded(1);
@@ -236,14 +245,14 @@ impl AgentProbes {
             let (stop, shared) = (stop.clone(), shared.clone());
             std::thread::Builder::new()
                 .name("agent-probes".into())
-                .spawn(move || attach::run(config, cgroups, out, shared, stop, ready_tx))?
+                .spawn(move || attach::run(config, plan, cgroups, out, shared, stop, ready_tx))?
         };
         match ready_rx.recv() {
-            Ok(Ok(())) => Ok(AgentProbes {
+            Ok(Ok(plan)) => Ok(AgentProbes {
                 stop,
                 shared,
                 thread: Some(thread),
-                syscall_mode: mode,
+                syscall_plan: plan,
             }),
             Ok(Err(e)) => {
                 let _ = thread.join();

@@ -14,6 +14,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by the loader before load. */
 const volatile __u32 filter_flags = 0;
+/* fentry mode: the syscall number each used slot stands for. */
+const volatile __u32 slot_nr[FENTRY_SLOTS] = {};
 const volatile __u32 n_cgroups = 0;
 const volatile __u64 wakeup_bytes = 0;
 
@@ -55,16 +57,18 @@ struct {
 } syscall_list SEC(".maps");
 
 struct syscall_start {
-	__u64 start_ns;
+	__u64 start_ns; /* 0: no call of a target in flight */
 	__u32 nr;
 	__u32 _pad;
 };
 
-/* In-flight state, LRU so tasks that never finish cannot fill the maps. */
+/* In-flight call, one slot per task: it lives and dies with the task, so
+ * (unlike an LRU hash of tids) nothing can evict a call in flight, and a
+ * task that never enters a traced call never gets a slot. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct syscall_start);
 } syscall_starts SEC(".maps");
 
@@ -131,11 +135,12 @@ static __always_inline long wake_flag(void *rb)
 }
 
 /* The process name: the thread group leader's comm, so a thread that
- * renames itself still counts as its process. */
+ * renames itself still counts as its process. Read through the task's BTF
+ * pointer: two plain loads instead of a helper call (the kernel keeps comm
+ * NUL-padded: __set_task_comm pads). */
 static __always_inline void leader_comm(struct task_struct *task, char *comm)
 {
-	struct task_struct *leader = BPF_CORE_READ(task, group_leader);
-	bpf_probe_read_kernel_str(comm, AGENT_COMM_LEN, &leader->comm);
+	__builtin_memcpy(comm, task->group_leader->comm, AGENT_COMM_LEN);
 }
 
 static __always_inline bool in_cgroups(struct task_struct *task)
@@ -160,17 +165,15 @@ static __always_inline bool in_cgroups(struct task_struct *task)
 	return false;
 }
 
-/* Whether events of `task` (thread group `tgid`) are wanted. */
-static __always_inline bool task_matches(struct task_struct *task, __u32 tgid)
+/* Whether `task` (thread group `tgid`) is a target, exclusions aside. */
+static __always_inline bool task_selected(struct task_struct *task, __u32 tgid)
 {
-	if (bpf_map_lookup_elem(&excluded_tgids, &tgid))
-		return false;
 	if (filter_flags & TARGET_ALL)
 		return true;
 	if ((filter_flags & TARGET_PID) && bpf_map_lookup_elem(&target_tgids, &tgid))
 		return true;
 	if (filter_flags & TARGET_COMM) {
-		char comm[AGENT_COMM_LEN] = {};
+		char comm[AGENT_COMM_LEN];
 
 		leader_comm(task, comm);
 		if (bpf_map_lookup_elem(&target_comms, comm))
@@ -181,6 +184,14 @@ static __always_inline bool task_matches(struct task_struct *task, __u32 tgid)
 	return false;
 }
 
+/* Whether events of `task` are wanted: the exclusions (the agent, its
+ * loom-app) are looked up only for a task selected, so a task that is no
+ * target costs no lookup for them. */
+static __always_inline bool task_matches(struct task_struct *task, __u32 tgid)
+{
+	return task_selected(task, tgid) && !bpf_map_lookup_elem(&excluded_tgids, &tgid);
+}
+
 static __always_inline bool current_matches(__u32 tgid)
 {
 	return task_matches(bpf_get_current_task_btf(), tgid);
@@ -188,51 +199,56 @@ static __always_inline bool current_matches(__u32 tgid)
 
 static __always_inline void syscall_enter(__u32 nr)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)pid_tgid;
-	struct syscall_start start = {};
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct syscall_start *start;
 
-	if (!current_matches(pid_tgid >> 32))
+	if (!task_matches(task, task->tgid))
 		return;
-	start.start_ns = bpf_ktime_get_ns();
-	start.nr = nr;
-	bpf_map_update_elem(&syscall_starts, &tid, &start, BPF_ANY);
+	start = bpf_task_storage_get(&syscall_starts, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!start) {
+		/* No memory for the task's slot (or the storage busy in a
+		 * nested program): this call's event is lost, and counted. */
+		count_drop(PROBE_SYSCALL);
+		return;
+	}
+	start->nr = nr;
+	start->start_ns = bpf_ktime_get_ns();
 }
 
 static __always_inline void syscall_exit(void)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)pid_tgid;
-	struct syscall_start *start = bpf_map_lookup_elem(&syscall_starts, &tid);
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct syscall_start *start = bpf_task_storage_get(&syscall_starts, task, 0, 0);
 	struct agent_syscall_event *e;
 	__u64 start_ns;
-	__u32 nr;
 
-	if (!start)
+	if (!start || !start->start_ns)
 		return;
 	start_ns = start->start_ns;
-	nr = start->nr;
-	bpf_map_delete_elem(&syscall_starts, &tid);
+	start->start_ns = 0;
 	e = bpf_ringbuf_reserve(&syscall_events, sizeof(*e), 0);
 	if (!e) {
 		count_drop(PROBE_SYSCALL);
 		return;
 	}
-	e->pid = pid_tgid >> 32;
-	e->tid = tid;
-	e->nr = nr;
+	e->pid = task->tgid;
+	e->tid = task->pid;
+	e->nr = start->nr;
 	e->_pad = 0;
 	e->start_ns = start_ns;
 	e->duration_ns = bpf_ktime_get_ns() - start_ns;
-	leader_comm(bpf_get_current_task_btf(), e->comm);
+	leader_comm(task, e->comm);
 	bpf_ringbuf_submit(e, wake_flag(&syscall_events));
 }
 
-/* Every syscall on the host passes here: the list check comes first. */
-SEC("tp/raw_syscalls/sys_enter")
-int raw_sys_enter(struct trace_event_raw_sys_enter *ctx)
+/* Every syscall on the host passes here: the list check comes first. BTF
+ * raw tracepoints (tp_btf): the program gets the id straight from the
+ * tracepoint's arguments, without the perf buffer the `tp/raw_syscalls`
+ * form fills with every call's arguments first. */
+SEC("tp_btf/sys_enter")
+int BPF_PROG(raw_sys_enter, struct pt_regs *regs, long id)
 {
-	__u32 nr = (__u32)ctx->id;
+	__u32 nr = (__u32)id;
 
 	if (filter_flags & SYSCALL_LIST) {
 		__u8 *on = bpf_map_lookup_elem(&syscall_list, &nr);
@@ -243,22 +259,20 @@ int raw_sys_enter(struct trace_event_raw_sys_enter *ctx)
 	return 0;
 }
 
-SEC("tp/raw_syscalls/sys_exit")
-int raw_sys_exit(void *ctx)
+SEC("tp_btf/sys_exit")
+int BPF_PROG(raw_sys_exit, struct pt_regs *regs, long ret)
 {
 	syscall_exit();
 	return 0;
 }
 
 /* syscalls:sys_enter_NAME / sys_exit_NAME (attached by the loader to each
- * listed syscall): `int __syscall_nr` sits at offset 8 in both formats. */
+ * listed syscall): `int __syscall_nr` sits at offset 8 in both formats,
+ * read from the context directly. */
 SEC("tracepoint")
 int one_sys_enter(void *ctx)
 {
-	int nr = 0;
-
-	bpf_probe_read_kernel(&nr, sizeof(nr), (char *)ctx + 8);
-	syscall_enter((__u32)nr);
+	syscall_enter((__u32) * (int *)((char *)ctx + 8));
 	return 0;
 }
 
@@ -268,6 +282,34 @@ int one_sys_exit(void *ctx)
 	syscall_exit();
 	return 0;
 }
+
+/* fentry/fexit on the syscall functions themselves (__x64_sys_NAME): the
+ * loader points each used slot at one listed syscall (set_attach_target)
+ * and sets slot_nr; unused slots are not loaded. Unlike any syscall
+ * tracepoint, this leaves every other syscall of the host on its fast
+ * path: no work flag is set on any task. */
+#define SYSCALL_SLOT(i)                                 \
+	SEC("fentry")                                   \
+	int sys_entry_##i(void *ctx)                    \
+	{                                               \
+		syscall_enter(slot_nr[i]);              \
+		return 0;                               \
+	}                                               \
+	SEC("fexit")                                    \
+	int sys_exit_##i(void *ctx)                     \
+	{                                               \
+		syscall_exit();                         \
+		return 0;                               \
+	}
+
+SYSCALL_SLOT(0) SYSCALL_SLOT(1) SYSCALL_SLOT(2) SYSCALL_SLOT(3)
+SYSCALL_SLOT(4) SYSCALL_SLOT(5) SYSCALL_SLOT(6) SYSCALL_SLOT(7)
+SYSCALL_SLOT(8) SYSCALL_SLOT(9) SYSCALL_SLOT(10) SYSCALL_SLOT(11)
+SYSCALL_SLOT(12) SYSCALL_SLOT(13) SYSCALL_SLOT(14) SYSCALL_SLOT(15)
+SYSCALL_SLOT(16) SYSCALL_SLOT(17) SYSCALL_SLOT(18) SYSCALL_SLOT(19)
+SYSCALL_SLOT(20) SYSCALL_SLOT(21) SYSCALL_SLOT(22) SYSCALL_SLOT(23)
+SYSCALL_SLOT(24) SYSCALL_SLOT(25) SYSCALL_SLOT(26) SYSCALL_SLOT(27)
+SYSCALL_SLOT(28) SYSCALL_SLOT(29) SYSCALL_SLOT(30) SYSCALL_SLOT(31)
 
 SEC("tp/filemap/mm_filemap_add_to_page_cache")
 int pagecache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)

@@ -20,6 +20,7 @@
 
 #define MAX_TARGET_CGROUPS 8
 #define MAX_SYSCALL_NR 1024
+#define FENTRY_SLOTS 32 /* syscalls the fentry mode attaches at most */
 
 /* Indexes of the per-probe drop counters. */
 #define PROBE_SYSCALL 0
