@@ -373,7 +373,7 @@ fn start_questions(
 }
 
 /// The intake log and the records an earlier run left in it.
-type IntakeLogOpened = (IntakeLog, crate::ingest::Leftover);
+type IntakeLogOpened = (IntakeLog, crate::intake_log::Leftover);
 
 /// What the OTLP receivers share with the rest of the app.
 struct OtlpParts {

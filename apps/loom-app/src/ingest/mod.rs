@@ -21,7 +21,7 @@ use rustc_hash::FxHashMap;
 use telemetry::raw::SourceKey;
 
 use crate::counters::Counters;
-use crate::intake_log::{FileNo, IntakeLog};
+use crate::intake_log::{FileNo, IntakeLog, Leftover};
 use crate::otlp_ingest::OtlpStage;
 use crate::receive::{Msg, Taken};
 use crate::reorder::{Reorder, Timed, WireRecord};
@@ -409,10 +409,6 @@ impl Ingest {
         }
     }
 }
-
-/// What an earlier run left in the intake log, oldest first, with the file
-/// holding each record.
-pub type Leftover = Vec<(FileNo, otlp::Shaped)>;
 
 impl Ingest {
     /// Tells the store how full the receive queue is (the larger of its

@@ -77,6 +77,10 @@ const LAST_ENTRY_BYTES: u64 = 4 << 20;
 /// Which log file holds a record (so its deletion can wait for the record).
 pub type FileNo = u64;
 
+/// What an earlier run left in the intake log, oldest first, with the file
+/// holding each record.
+pub type Leftover = Vec<(FileNo, Shaped)>;
+
 /// Work for the writer thread.
 enum Job {
     /// Append one entry to file `file`; durable, it makes `position` durable.

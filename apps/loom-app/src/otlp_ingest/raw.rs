@@ -10,8 +10,7 @@
 use otlp::{Encoding, Signal};
 
 use super::intake::{Intake, Outcome};
-use crate::ingest::Leftover;
-use crate::intake_log::{FileNo, Logged, Reservation};
+use crate::intake_log::{FileNo, Leftover, Logged, Reservation};
 
 impl Intake {
     /// Logs one request's decompressed `body` (durable acknowledgements);
