@@ -4,7 +4,7 @@
 #
 #   make record-rocksdb-p1 record-rocksdb-p2 record-rocksdb-p3 RECORD_DURATION=10 RECORD_WARMUP=5
 #   make record-valkey-p3 VALKEY_RECORD_DURATION=10      # live recordings (root: eBPF probes)
-#   make storage-bench [STORAGE_CASES="rocksdb-p1 otlp sparse"] [STORAGE_SPEED=1] [STORAGE_LEVEL=3]
+#   make storage-bench [STORAGE_CASES="rocksdb-p1 otlp sparse"] [STORAGE_SPEED=1] [STORAGE_LEVEL=1]
 #
 # Cases: every recording found (rocksdb-p1..p3, valkey-p3), OTLP spans from
 # otlp-load, and many sparse series through /write (baselines/storage-bench/run.sh).
