@@ -16,6 +16,7 @@
 //! the raw-or-delta choice may differ from the reference encoder's (the
 //! sample can disagree with the whole lane), never the meaning.
 
+use super::pack::Packer;
 use super::{
     put_planes, width32, zigzag, zigzag32, Codec, KIND_FIXED, KIND_VARIABLE, LANE_DELTA, LANE_RAW,
 };
@@ -32,7 +33,7 @@ const TILE: usize = 16;
 
 /// Reusable buffers of the encoder (one per compressing thread).
 pub(crate) struct Encoder {
-    zstd: Option<zstd::bulk::Compressor<'static>>,
+    packer: Packer,
     /// Zigzagged time deltas of delta, one per record.
     ts: Vec<u64>,
     /// The records' 4-byte lanes, lane-major: lane `k` of record `i` at
@@ -59,15 +60,8 @@ impl Encoder {
     /// An encoder compressing at zstd `level`; `None` stores payloads as
     /// they are.
     pub(crate) fn new(level: Option<i32>) -> Self {
-        let zstd = level.and_then(|l| match zstd::bulk::Compressor::new(l) {
-            Ok(c) => Some(c),
-            Err(e) => {
-                log::error!("zstd level {l} unavailable ({e}); chunks are stored uncompressed");
-                None
-            }
-        });
         Encoder {
-            zstd,
+            packer: Packer::new(level),
             ts: Vec::new(),
             words: Vec::new(),
             tail: Vec::new(),
@@ -81,9 +75,7 @@ impl Encoder {
     }
 
     /// Appends the body of a chunk with these records to `out`; returns its
-    /// codec: the columns when they fit in the payload's size (the decoder
-    /// allocates no more) and compress, else zstd over the payload as it
-    /// is, else [`Codec::Stored`] when neither makes it smaller.
+    /// codec (the choice is [`Packer::pack`]'s).
     pub(crate) fn encode(
         &mut self,
         payload: &[u8],
@@ -91,23 +83,9 @@ impl Encoder {
         count: u32,
         out: &mut Vec<u8>,
     ) -> Codec {
-        if self.zstd.is_none() {
-            out.extend_from_slice(payload);
-            return Codec::Stored;
-        }
-        if self.columns(payload, first_ts, count) && self.cols.len() <= payload.len() {
-            let cols = std::mem::take(&mut self.cols);
-            let done = self.compress(&cols, payload.len(), out);
-            self.cols = cols;
-            if done {
-                return Codec::Columns;
-            }
-        }
-        if self.compress(payload, payload.len(), out) {
-            return Codec::Zstd;
-        }
-        out.extend_from_slice(payload);
-        Codec::Stored
+        let parsed = self.packer.compresses() && self.columns(payload, first_ts, count);
+        let cols = parsed.then_some(&self.cols[..]);
+        self.packer.pack(payload, cols, out)
     }
 
     /// The columnar transform alone (no zstd), for tests and the encode
@@ -120,26 +98,6 @@ impl Encoder {
     ) -> Option<&[u8]> {
         self.columns(payload, first_ts, count)
             .then_some(&self.cols[..])
-    }
-
-    /// Appends zstd of `src` to `out` if it is smaller than `limit` bytes
-    /// (the body may not be larger than the payload: storing wins then).
-    fn compress(&mut self, src: &[u8], limit: usize, out: &mut Vec<u8>) -> bool {
-        let Some(z) = self.zstd.as_mut() else {
-            return false;
-        };
-        let start = out.len();
-        out.resize(start + limit, 0);
-        match z.compress_to_buffer(src, &mut out[start..]) {
-            Ok(n) if n < limit => {
-                out.truncate(start + n);
-                true
-            }
-            _ => {
-                out.truncate(start);
-                false
-            }
-        }
     }
 
     /// Builds the columnar transform of the payload in `self.cols`; false

@@ -34,6 +34,7 @@ use crate::log::record::{get_varint, put_varint};
 #[doc(hidden)]
 pub mod bench;
 mod encode;
+mod pack;
 mod reference;
 
 pub(crate) use encode::Encoder;
