@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use rand::Rng;
-use support::harness::{cannot_run, Agent, App, Lines, Traced};
+use support::harness::{Agent, App, Lines, Traced};
 
 fn name(prefix: &str) -> String {
     format!("{prefix}{}", rand::thread_rng().gen_range(1000..9999))
@@ -17,11 +17,9 @@ fn name(prefix: &str) -> String {
 
 #[test]
 fn o_direct_writes_show_as_blockio_bytes_of_the_writer() {
-    if let Some(why) = cannot_run() {
-        eprintln!("skipped: {why}");
+    let Some(app) = App::ready(&[]) else {
         return;
-    }
-    let app = App::start(&[]);
+    };
     let comm = name("lbio");
     // /var/tmp sits on a block device here (tmpfs has no block I/O).
     let dir = tempfile::tempdir_in("/var/tmp").expect("temp dir on disk");
@@ -51,11 +49,9 @@ fn o_direct_writes_show_as_blockio_bytes_of_the_writer() {
 
 #[test]
 fn two_busy_threads_on_one_cpu_both_wait_on_the_run_queue() {
-    if let Some(why) = cannot_run() {
-        eprintln!("skipped: {why}");
+    let Some(app) = App::ready(&[]) else {
         return;
-    }
-    let app = App::start(&[]);
+    };
     let comm = name("lrq");
     let mut child = Traced::spawn(&comm, &["spin", "1500"]);
     let pid = child.pid.to_string();
@@ -106,11 +102,9 @@ fn bpftrace(pid: u32) -> (std::process::Child, Lines) {
 
 #[test]
 fn per_syscall_counts_equal_bpftrace() {
-    if let Some(why) = cannot_run() {
-        eprintln!("skipped: {why}");
+    let Some(app) = App::ready(&[]) else {
         return;
-    }
-    let app = App::start(&[]);
+    };
     let comm = name("lbpf");
     let k = rand::thread_rng().gen_range(1_000..10_000u64);
     let mut child = Traced::spawn(&comm, &["preads", &k.to_string()]);

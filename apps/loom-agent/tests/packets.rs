@@ -9,15 +9,13 @@ use std::net::UdpSocket;
 use std::time::Duration;
 
 use rand::Rng;
-use support::harness::{cannot_run, Agent, App};
+use support::harness::{probes_can_run, Agent, App};
 
 #[test]
 fn packets_to_the_port_are_stored_exactly_and_others_are_not() {
-    if let Some(why) = cannot_run() {
-        eprintln!("skipped: {why}");
+    let Some(app) = App::ready(&[]) else {
         return;
-    }
-    let app = App::start(&[]);
+    };
     let target = UdpSocket::bind("127.0.0.1:0").expect("bind the target port");
     let other = UdpSocket::bind("127.0.0.1:0").expect("bind another port");
     let sender = UdpSocket::bind("127.0.0.1:0").expect("bind the sender");
@@ -80,8 +78,7 @@ fn packets_to_the_port_are_stored_exactly_and_others_are_not() {
 
 #[test]
 fn a_missing_interface_is_named_in_the_error() {
-    if let Some(why) = cannot_run() {
-        eprintln!("skipped: {why}");
+    if !probes_can_run() {
         return;
     }
     let out = std::process::Command::new(support::harness::sibling("loom-agent"))

@@ -11,9 +11,7 @@ mod support;
 use std::process::Command;
 
 use rand::Rng;
-use support::harness::{
-    assert_each_inside_its_call, calls_of, cannot_run, sibling, Agent, App, Traced,
-};
+use support::harness::{assert_each_inside_its_call, calls_of, sibling, Agent, App, Traced};
 
 const SLACK_US: u64 = 2_000;
 
@@ -39,11 +37,9 @@ fn fentry_refused(app: &App) -> Option<String> {
 
 #[test]
 fn fentry_stores_the_listed_calls_at_their_times_and_nothing_else() {
-    if let Some(why) = cannot_run() {
-        eprintln!("skipped: {why}");
+    let Some(app) = App::ready(&[]) else {
         return;
-    }
-    let app = App::start(&[]);
+    };
     if let Some(why) = fentry_refused(&app) {
         eprintln!("skipped: {why}");
         return;
@@ -100,11 +96,9 @@ fn fentry_stores_the_listed_calls_at_their_times_and_nothing_else() {
 
 #[test]
 fn the_attachment_taken_is_reported_with_the_reason_of_a_fallback() {
-    if let Some(why) = cannot_run() {
-        eprintln!("skipped: {why}");
+    let Some(app) = App::ready(&[]) else {
         return;
-    }
-    let app = App::start(&[]);
+    };
     let refused = fentry_refused(&app);
     let one = ["--pid", "1", "--syscalls", "pread64"];
     // 33 names: one more than the fentry slots.

@@ -7,7 +7,7 @@
 mod support;
 
 use rand::Rng;
-use support::harness::{cannot_run, Agent, App, Traced};
+use support::harness::{Agent, App, Traced};
 
 fn count(app: &App, comm: &str) -> u64 {
     let host = telemetry::wire::sender::hostname();
@@ -45,11 +45,9 @@ impl Drop for Cgroup {
 
 #[test]
 fn each_selection_stores_exactly_the_targets_calls() {
-    if let Some(why) = cannot_run() {
-        eprintln!("skipped: {why}");
+    let Some(app) = App::ready(&[]) else {
         return;
-    }
-    let app = App::start(&[]);
+    };
     let mut rng = rand::thread_rng();
     for mode in ["pid", "pid-raw", "comm", "cgroup", "all"] {
         let tag: u32 = rng.gen_range(1000..9999);
@@ -100,11 +98,9 @@ fn each_selection_stores_exactly_the_targets_calls() {
 
 #[test]
 fn a_tiny_ring_buffer_counts_every_lost_event() {
-    if let Some(why) = cannot_run() {
-        eprintln!("skipped: {why}");
+    let Some(app) = App::ready(&[]) else {
         return;
-    }
-    let app = App::start(&[]);
+    };
     let tag: u32 = rand::thread_rng().gen_range(1000..9999);
     let name = format!("lstorm{tag}");
     let k = 300_000u64;

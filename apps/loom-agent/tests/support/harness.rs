@@ -24,6 +24,18 @@ pub fn cannot_run() -> Option<String> {
     None
 }
 
+/// Whether the probes can run here; when they cannot, says why on stderr
+/// (the test is then skipped, passing).
+pub fn probes_can_run() -> bool {
+    match cannot_run() {
+        Some(why) => {
+            eprintln!("skipped: {why}");
+            false
+        }
+        None => true,
+    }
+}
+
 /// A binary of this build (`target/<profile>/NAME`).
 pub fn sibling(name: &str) -> PathBuf {
     testing::binary(name)
@@ -73,6 +85,12 @@ pub struct App {
 }
 
 impl App {
+    /// A loom-app for a probe test, or `None` (the reason printed) when
+    /// the probes cannot run here.
+    pub fn ready(extra: &[&str]) -> Option<App> {
+        probes_can_run().then(|| App::start(extra))
+    }
+
     pub fn start(extra: &[&str]) -> App {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut app = App::start_on(&dir.path().join("store"), "127.0.0.1:0", extra);
