@@ -32,26 +32,13 @@ use crate::log::codec::{Codec, Encoder};
 use crate::log::slab::SlabView;
 use crate::storage::frame::{self, FrameHeader, FrameLoc, FRAME_HEADER};
 use crate::storage::layout::Layout;
+use crate::storage::pace::{Pace, CATCH_UP_LEVEL};
 use crate::storage::segments::SegmentFiles;
 
 /// Direct I/O granularity: writes cover whole pages.
 const PAGE: usize = 4096;
 /// Frames are written out once this many bytes wait, even mid-job.
 const WRITE_AT: usize = 4 << 20;
-/// zstd level used while a job waits behind the current one (the flusher is
-/// falling behind) or the application's queue fills, before it gives up
-/// compressing: on the encode benchmark level −1 costs 5–10 % less CPU than
-/// level 1 for 1–15 % more bytes, and only while behind
-/// (docs/chunk-format.md).
-const CATCH_UP_LEVEL: i32 = -1;
-/// The application's ingest queue (`FlusherStatus::ingest_backlog`, in
-/// percent of its capacity) at which chunks are compressed at
-/// `CATCH_UP_LEVEL`, and at which they are stored as they are: a flusher
-/// that keeps up with its own jobs can still take the CPU the ingest thread
-/// needs on a small machine (docs/chunk-format.md), and the application's
-/// queue shows it before records are dropped.
-const FAST_AT_BACKLOG: u8 = 25;
-const RAW_AT_BACKLOG: u8 = 50;
 
 /// One range of one block to write.
 pub(crate) struct FlushJob {
@@ -178,17 +165,6 @@ impl AlignedBuf {
     }
 }
 
-/// How far behind the flusher is, and what it does about it.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Pace {
-    /// Nothing waits: the configured level.
-    Normal,
-    /// A job waits: the cheaper `CATCH_UP_LEVEL`.
-    Fast,
-    /// `hurry_at` jobs wait: chunks stored as they are.
-    Raw,
-}
-
 struct State {
     dir: PathBuf,
     layout: Layout,
@@ -210,10 +186,10 @@ struct State {
     cursor: u64,
     out: Option<Output>,
     io: AlignedBuf,
-    /// How the current job's chunks are encoded, from the jobs queued
-    /// behind it.
-    pace: Pace,
-    /// Queued jobs at which `hurry` is set.
+    /// Jobs queued behind the current one when it started (one of the
+    /// two signals of [`Pace::choose`]).
+    queued_jobs: usize,
+    /// Queued jobs at which chunks are stored as they are.
     hurry_at: usize,
     /// Whether chunks are compressed at all.
     compressing: bool,
@@ -242,7 +218,7 @@ impl Flusher {
             cursor: cfg.start,
             out: None,
             io: AlignedBuf::new(1 << 20),
-            pace: Pace::Normal,
+            queued_jobs: 0,
             hurry_at: cfg.hurry_at,
             compressing: cfg.compression.is_some(),
         };
@@ -278,16 +254,7 @@ fn run(state: &mut State, jobs: Receiver<FlushJob>, acks: Sender<FlushAck>, retr
                 // keeping up: compress cheaper, and with `hurry_at` waiting
                 // store this job's chunks as they are, so the writer never
                 // waits on the compressor (both counted).
-                let queued = jobs.len();
-                state.pace = if !state.compressing {
-                    Pace::Normal
-                } else if queued >= state.hurry_at {
-                    Pace::Raw
-                } else if queued >= 1 {
-                    Pace::Fast
-                } else {
-                    Pace::Normal
-                };
+                state.queued_jobs = jobs.len();
                 let result = state.write_retrying(&job, retry);
                 let id = job.id;
                 drop(job);
@@ -437,15 +404,7 @@ impl State {
             };
             self.body.clear();
             let backlog = self.status.ingest_backlog.load(Ordering::Relaxed);
-            let pace = if !self.compressing {
-                Pace::Normal
-            } else if backlog >= RAW_AT_BACKLOG {
-                Pace::Raw
-            } else if backlog >= FAST_AT_BACKLOG {
-                self.pace.max(Pace::Fast)
-            } else {
-                self.pace
-            };
+            let pace = Pace::choose(self.compressing, self.queued_jobs, self.hurry_at, backlog);
             let codec = match pace {
                 Pace::Raw => {
                     hurried += 1;

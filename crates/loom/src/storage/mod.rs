@@ -9,6 +9,7 @@ mod frame_scan;
 pub(crate) mod layout;
 pub(crate) mod lock;
 pub(crate) mod open_chunks;
+mod pace;
 pub(crate) mod recovery;
 pub(crate) mod segment_index;
 pub(crate) mod segments;

@@ -1,0 +1,92 @@
+//! How much the flusher compresses when it is behind: the configured
+//! level, the cheaper `CATCH_UP_LEVEL`, or chunks stored as they are
+//! (each counted in `FlusherStatus`), decided per chunk by one policy.
+
+/// zstd level used while a job waits behind the current one (the flusher is
+/// falling behind) or the application's queue fills, before it gives up
+/// compressing: on the encode benchmark level −1 costs 5–10 % less CPU than
+/// level 1 for 1–15 % more bytes, and only while behind
+/// (docs/chunk-format.md).
+pub(crate) const CATCH_UP_LEVEL: i32 = -1;
+/// The application's ingest queue (`FlusherStatus::ingest_backlog`, in
+/// percent of its capacity) at which chunks are compressed at
+/// `CATCH_UP_LEVEL`, and at which they are stored as they are: a flusher
+/// that keeps up with its own jobs can still take the CPU the ingest thread
+/// needs on a small machine (docs/chunk-format.md), and the application's
+/// queue shows it before records are dropped.
+const FAST_AT_BACKLOG: u8 = 25;
+const RAW_AT_BACKLOG: u8 = 50;
+
+/// How far behind the flusher is, and what it does about it.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Pace {
+    /// Nothing waits: the configured level.
+    Normal,
+    /// A job waits: the cheaper `CATCH_UP_LEVEL`.
+    Fast,
+    /// `hurry_at` jobs wait: chunks stored as they are.
+    Raw,
+}
+
+impl Pace {
+    /// The one policy for "behind", from both signals that say it: jobs
+    /// queued behind the current one (compression is not keeping up with
+    /// the writer) and the application's ingest queue in percent of its
+    /// capacity (the flusher keeps up but takes the CPU ingest needs; on a
+    /// small machine the queue shows it before records are dropped).
+    /// Whichever is further behind decides.
+    pub(crate) fn choose(
+        compressing: bool,
+        queued_jobs: usize,
+        hurry_at: usize,
+        ingest_backlog: u8,
+    ) -> Pace {
+        if !compressing {
+            return Pace::Normal;
+        }
+        let by_jobs = if queued_jobs >= hurry_at {
+            Pace::Raw
+        } else if queued_jobs >= 1 {
+            Pace::Fast
+        } else {
+            Pace::Normal
+        };
+        let by_ingest = if ingest_backlog >= RAW_AT_BACKLOG {
+            Pace::Raw
+        } else if ingest_backlog >= FAST_AT_BACKLOG {
+            Pace::Fast
+        } else {
+            Pace::Normal
+        };
+        by_jobs.max(by_ingest)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Pace;
+
+    #[test]
+    fn the_signal_further_behind_decides() {
+        let hurry_at = 3;
+        let cases = [
+            // (compressing, queued jobs, ingest backlog %, pace)
+            (false, 9, 100, Pace::Normal),
+            (true, 0, 0, Pace::Normal),
+            (true, 0, 24, Pace::Normal),
+            (true, 1, 0, Pace::Fast),
+            (true, 0, 25, Pace::Fast),
+            (true, 2, 49, Pace::Fast),
+            (true, 3, 0, Pace::Raw),
+            (true, 0, 50, Pace::Raw),
+            (true, 1, 50, Pace::Raw),
+            (true, 3, 25, Pace::Raw),
+        ];
+        for (compressing, queued, backlog, want) in cases {
+            assert!(
+                Pace::choose(compressing, queued, hurry_at, backlog) == want,
+                "compressing {compressing}, {queued} queued, backlog {backlog} %"
+            );
+        }
+    }
+}
