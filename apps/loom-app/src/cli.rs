@@ -144,6 +144,12 @@ pub struct Cli {
     /// thread); 0 stores them uncompressed.
     #[arg(long, default_value_t = 1)]
     pub compression_level: i32,
+    /// Nice value of the thread that compresses and writes chunks: above 0
+    /// it takes only the CPU the ingest path leaves, and when it falls
+    /// behind it compresses cheaper or stores chunks uncompressed (counted
+    /// on the "store compression" line) instead of records being dropped.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(i32).range(0..=19))]
+    pub flusher_nice: i32,
     /// Drop the oldest data (whole segments) while the store holds more than
     /// this many bytes.
     #[arg(long)]

@@ -52,6 +52,7 @@ pub fn open(cli: &Cli) -> anyhow::Result<Store> {
         index_cache_bytes: cli.index_cache_bytes,
         retention_age_us: cli.retention_age_s.map(|s| s.saturating_mul(1_000_000)),
         compression_level: (cli.compression_level != 0).then_some(cli.compression_level),
+        flusher_nice: cli.flusher_nice,
         ..loom::Config::default()
     };
     let (writer, reader) = loom::open(&dir, config)

@@ -120,6 +120,12 @@ pub struct Config {
     /// store raw as soon as that many wait; `usize::MAX` always compresses
     /// (the writer then waits when every in-memory block is queued).
     pub store_raw_when_queued: usize,
+    /// Nice value of the flusher thread (Linux: nice is per thread), so
+    /// that compression takes the CPU the ingest path leaves rather than
+    /// the CPU it needs: a flusher that gets less falls behind and then
+    /// compresses cheaper or stores chunks as they are (counted), which
+    /// costs far less than dropped records. 0 leaves it as the process's.
+    pub flusher_nice: i32,
 }
 
 impl Default for Config {
@@ -143,6 +149,7 @@ impl Default for Config {
             verify_on_open: false,
             compression_level: Some(1),
             store_raw_when_queued: 2,
+            flusher_nice: 0,
         }
     }
 }

@@ -133,6 +133,8 @@ pub(crate) struct FlusherConfig {
     /// uncompressed to catch up; from one queued job below that they are
     /// compressed at `CATCH_UP_LEVEL`.
     pub hurry_at: usize,
+    /// The thread's nice value (`Config::flusher_nice`).
+    pub nice: i32,
 }
 
 /// The segment file being appended to: bytes from file offset `start`
@@ -222,10 +224,13 @@ impl Flusher {
             hurry_at: cfg.hurry_at,
             compressing: cfg.compression.is_some(),
         };
-        let retry = cfg.retry_interval;
+        let (retry, nice) = (cfg.retry_interval, cfg.nice);
         let thread = std::thread::Builder::new()
             .name("loom-flusher".into())
-            .spawn(move || run(&mut state, job_rx, ack_tx, retry));
+            .spawn(move || {
+                crate::storage::pace::lower_priority(nice);
+                run(&mut state, job_rx, ack_tx, retry)
+            });
         let thread = match thread {
             Ok(t) => Some(t),
             Err(e) => {

@@ -1,6 +1,7 @@
 //! How much the flusher compresses when it is behind: the configured
 //! level, the cheaper `CATCH_UP_LEVEL`, or chunks stored as they are
-//! (each counted in `FlusherStatus`), decided per chunk by one policy.
+//! (each counted in `FlusherStatus`), decided per chunk by one policy; and
+//! the flusher thread's priority, which lets it fall behind first.
 
 /// zstd level used while a job waits behind the current one (the flusher is
 /// falling behind) or the application's queue fills, before it gives up
@@ -59,6 +60,25 @@ impl Pace {
             Pace::Normal
         };
         by_jobs.max(by_ingest)
+    }
+}
+
+/// Lowers the calling thread's priority to nice `nice` (Linux: nice is per
+/// thread); 0 leaves it. A refusal is logged, and the thread runs on.
+pub(crate) fn lower_priority(nice: i32) {
+    if nice == 0 {
+        return;
+    }
+    // SAFETY: plain system calls about the calling thread.
+    let r = unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, nice)
+    };
+    if r != 0 {
+        log::warn!(
+            "the flusher keeps its priority (nice {nice} refused: {})",
+            std::io::Error::last_os_error()
+        );
     }
 }
 

@@ -192,6 +192,7 @@ fn start_flusher(
         compression: config.compression_level,
         start: block_base,
         hurry_at: config.store_raw_when_queued,
+        nice: config.flusher_nice,
     });
     if flusher.thread.is_none() {
         return Err(Error::FlushFailed(
