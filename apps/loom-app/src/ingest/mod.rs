@@ -349,11 +349,15 @@ impl Ingest {
     fn otlp_run(&mut self, first: Msg, rx: &Receiver<Msg>) -> Option<Msg> {
         let mut next = Some(first);
         let mut taken = 0;
-        while let Some(Msg::Otlp(records, answer, logged)) = next.take() {
+        loop {
+            let Some(Msg::Otlp(records, answer, logged)) = next else {
+                break;
+            };
             taken += 1;
             // Without a window each request is stored as it is taken, and
             // the next one must be admitted against that.
             if !self.otlp(records, answer, logged) || taken == TAKE_AHEAD {
+                next = None;
                 break;
             }
             next = rx.try_recv().ok();

@@ -166,3 +166,104 @@ fn an_acked_group_settles_when_other_senders_move_the_window_on() {
     ing.persist();
     assert_eq!(book.durable(5), 1);
 }
+
+/// Spans of one series (service "svc", span "op") starting at `starts_us`,
+/// converted as an OTLP request's handler converts them.
+fn spans(registry: &otlp::Registry, starts_us: &[u64]) -> Vec<otlp::Shaped> {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use opentelemetry_proto::tonic::common::v1::{any_value::Value, AnyValue, KeyValue};
+    use opentelemetry_proto::tonic::resource::v1::Resource;
+    use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
+    let service = KeyValue {
+        key: "service.name".into(),
+        value: Some(AnyValue {
+            value: Some(Value::StringValue("svc".into())),
+        }),
+        ..Default::default()
+    };
+    let req = ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            resource: Some(Resource {
+                attributes: vec![service],
+                ..Default::default()
+            }),
+            scope_spans: vec![ScopeSpans {
+                spans: starts_us
+                    .iter()
+                    .map(|&s| Span {
+                        trace_id: vec![1; 16],
+                        span_id: s.to_le_bytes().to_vec(),
+                        name: "op".into(),
+                        start_time_unix_nano: s * 1000,
+                        end_time_unix_nano: s * 1000 + 7000,
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    };
+    let config = otlp::Config::default();
+    let ctx = otlp::Context {
+        registry,
+        config: &config,
+        arrival_us: 1,
+    };
+    otlp::convert_spans(&req, &ctx).records
+}
+
+/// OTLP requests queued together are all admitted and answered before
+/// the window releases anything, against the same stored state: a span
+/// that the first request's release would have made late is taken and
+/// stored at its own time, one older than what is already stored is
+/// refused as late in its request's answer, and nothing admitted is
+/// refused later (every answer's counts match what is stored).
+#[test]
+fn queued_otlp_requests_are_answered_before_the_window_releases() {
+    let dir = tempfile::tempdir().unwrap();
+    let (writer, reader) = loom::open(dir.path(), loom::Config::default()).unwrap();
+    let counters = Arc::new(Counters::default());
+    let registry = Arc::new(otlp::Registry::new(16, []));
+    let otlp = OtlpStage::new(registry.clone(), 1_000);
+    let mut ing = Ingest::new(writer, counters.clone(), config(), otlp);
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let mut answers = Vec::new();
+    let mut send = |starts: &[u64]| {
+        let (a, answered) = tokio::sync::oneshot::channel();
+        tx.send(Msg::Otlp(spans(&registry, starts), Some(a), None))
+            .unwrap();
+        answers.push(answered);
+    };
+    // Stores 5_000 (released by 7_000).
+    send(&[5_000, 7_000]);
+    let first = rx.try_recv().unwrap();
+    assert!(ing.otlp_run(first, &rx).is_none());
+    // 20_000 releases up to 19_000; 8_000, queued behind it, is admitted
+    // against 5_000 (taken first), 4_000 is late either way.
+    send(&[10_000, 20_000]);
+    send(&[8_000, 4_000]);
+    tx.send(Msg::ConnectionEnded).unwrap();
+    let first = rx.try_recv().unwrap();
+    assert!(matches!(
+        ing.otlp_run(first, &rx),
+        Some(Msg::ConnectionEnded)
+    ));
+    ing.flush_reorder();
+    ing.writer.sync();
+    let late: Vec<u64> = answers
+        .into_iter()
+        .map(|a| {
+            let t = a.blocking_recv().expect("answered");
+            assert_eq!(t.not_stored, 0);
+            t.late
+        })
+        .collect();
+    assert_eq!(late, vec![0, 0, 1]);
+    let id = SourceId(spans(&registry, &[1])[0].source);
+    let mut got = Vec::new();
+    reader.scan(id, 0, u64::MAX, |ts, _| got.push(ts)).unwrap();
+    assert_eq!(got, vec![5_000, 7_000, 8_000, 10_000, 20_000]);
+    assert_eq!(Counters::get(&counters.records_late), 1);
+    assert_eq!(Counters::get(&counters.records_ingested), 5);
+}
