@@ -338,17 +338,6 @@ fn bad_requests_fail_alone_and_unknown_fields_are_skipped() {
     assert!(finals.contains("late refused 0"), "{finals}");
 }
 
-/// Peak resident memory of process `pid`, bytes (`VmHWM`).
-fn peak_rss(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
-    let kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM");
-    kb << 10
-}
-
 /// A gRPC request small on the wire that gzip expands far beyond
 /// `--otlp-max-body-bytes` (a decompression bomb) is refused alone with
 /// RESOURCE_EXHAUSTED and counted; loom-app never holds the expanded body
@@ -384,11 +373,11 @@ fn a_grpc_gzip_bomb_is_refused_alone() {
     z.write_all(&bomb.encode_to_vec()).expect("gzip");
     let wire = z.finish().expect("gzip").len();
     assert!(wire < 65536, "the bomb is {wire} bytes on the wire");
-    let before = peak_rss(app.app.process.pid());
+    let before = support::peak_rss(app.app.process.pid());
     let e = export(bomb).expect_err("bomb");
     assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
     assert!(e.message().contains("--otlp-max-body-bytes"), "{e:?}");
-    let grown = peak_rss(app.app.process.pid()).saturating_sub(before);
+    let grown = support::peak_rss(app.app.process.pid()).saturating_sub(before);
     assert!(
         grown < (BOMB / 2) as u64,
         "peak memory grew by {grown} bytes for a {wire}-byte request expanding to {BOMB}"
