@@ -55,9 +55,6 @@ const REORDER_IDLE_RELEASE: Duration = Duration::from_secs(1);
 const IDLE_WAIT: Duration = Duration::from_millis(20);
 /// Least time between two publishes when the queue runs empty.
 const MIN_SYNC_GAP: Duration = Duration::from_millis(1);
-/// OTLP requests taken (admitted and answered) before what they hold is
-/// stored (see [`Ingest::otlp_run`]).
-const TAKE_AHEAD: usize = 32;
 
 /// Ingest settings.
 pub struct IngestConfig {
@@ -293,9 +290,7 @@ impl Ingest {
     }
 
     /// Takes one OTLP request's records: refuses late ones, answers the
-    /// request's handler, then holds them in the window without releasing
-    /// any (see [`OtlpStage::hold`]; `true`), or stores them when there is
-    /// no window (`false`). A request its
+    /// request's handler, then holds or stores them. A request its
     /// handler logged raw (in intake-log file `logged`) is in the log
     /// already: its count there becomes its records'. Otherwise (`/write`)
     /// the records taken are logged now, when acknowledgements are
@@ -307,7 +302,7 @@ impl Ingest {
         records: Vec<otlp::Shaped>,
         answer: Option<tokio::sync::oneshot::Sender<Taken>>,
         logged: Option<FileNo>,
-    ) -> bool {
+    ) {
         let mut t = Tally::default();
         let records = self.otlp.admit(&mut self.writer, records, &mut t);
         let (file, position): (FileNo, Option<u64>) = match (self.intake.as_mut(), logged) {
@@ -330,7 +325,7 @@ impl Ingest {
             // A handler that gave up meanwhile drops its end: fine.
             let _ = a.send(taken);
         }
-        let held = self.otlp.hold(
+        self.otlp.add(
             &mut self.writer,
             records,
             file,
@@ -338,35 +333,6 @@ impl Ingest {
             self.intake.as_mut(),
         );
         self.account(t);
-        held
-    }
-
-    /// Takes the OTLP request `first` and every OTLP request queued behind
-    /// it (at most [`TAKE_AHEAD`]), answering each, before storing what the
-    /// window releases: with durable acknowledgements a handler waits for
-    /// its answer, which must not wait for other requests' stores. Returns
-    /// the message that ended the run (to handle next), if any.
-    fn otlp_run(&mut self, first: Msg, rx: &Receiver<Msg>) -> Option<Msg> {
-        let mut next = Some(first);
-        let mut taken = 0;
-        loop {
-            let Some(Msg::Otlp(records, answer, logged)) = next else {
-                break;
-            };
-            taken += 1;
-            // Without a window each request is stored as it is taken, and
-            // the next one must be admitted against that.
-            if !self.otlp(records, answer, logged) || taken == TAKE_AHEAD {
-                next = None;
-                break;
-            }
-            next = rx.try_recv().ok();
-        }
-        let mut t = Tally::default();
-        self.otlp
-            .release(&mut self.writer, &mut t, self.intake.as_mut());
-        self.account(t);
-        next
     }
 
     /// Records held by the reorder stages.
@@ -487,7 +453,6 @@ pub fn run(
     let mut last_sync = Instant::now();
     let mut last_persist = Instant::now();
     let mut dirty = false;
-    let mut pending: Option<Msg> = None;
     let end = loop {
         if shutdown.load(Ordering::Relaxed) {
             break IngestEnd::Shutdown;
@@ -498,11 +463,7 @@ pub fn run(
         } else {
             IDLE_WAIT
         };
-        let got = match pending.take() {
-            Some(m) => Ok(m),
-            None => rx.recv_timeout(wait),
-        };
-        match got {
+        match rx.recv_timeout(wait) {
             Ok(Msg::Frames(f)) => {
                 last_batch = Instant::now();
                 ing.tell_backlog(&rx);
@@ -515,9 +476,9 @@ pub fn run(
                     }
                 }
             }
-            Ok(m @ Msg::Otlp(..)) => {
+            Ok(Msg::Otlp(records, answer, logged)) => {
                 last_batch = Instant::now();
-                pending = ing.otlp_run(m, &rx);
+                ing.otlp(records, answer, logged);
                 dirty = true;
             }
             Ok(Msg::ConnectionEnded) => {
@@ -560,7 +521,7 @@ pub fn run(
     ing.flush_reorder();
     counters.recv.ingest_stopped.store(true, Ordering::SeqCst);
     // Frames still queued will not be ingested: count them as skipped.
-    for msg in pending.into_iter().chain(rx.try_iter()) {
+    for msg in rx.try_iter() {
         let n = match msg {
             Msg::Frames(f) => f.records,
             Msg::Otlp(records, _, _) => records.len() as u64,

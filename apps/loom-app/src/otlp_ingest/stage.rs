@@ -79,28 +79,26 @@ impl OtlpStage {
         records
     }
 
-    /// Holds admitted records (kept in intake-log `file`, 0: none) in the
-    /// window without releasing any, so that more requests can be admitted
-    /// against the same stored state before [`release`](Self::release):
-    /// whatever is held comes out of the window in time order per series,
-    /// so a record admitted now (not older than its series' newest stored
-    /// record, which only a release changes) is never refused later.
-    /// Without a window there is nothing to hold: the records are stored
-    /// at once (`true` when they were held).
-    pub fn hold(
+    /// Stores or holds admitted records (kept in intake-log `file`, 0: none),
+    /// then stores whatever the window releases; pushed records are
+    /// reported to `log`.
+    pub fn add(
         &mut self,
         w: &mut Writer,
         records: Vec<Shaped>,
         file: FileNo,
         t: &mut Tally,
         log: Option<&mut IntakeLog>,
-    ) -> bool {
+    ) {
         match self.reorder.as_mut() {
             Some(stage) => {
                 for rec in records {
                     stage.add(rec.time_us, Held { file, rec });
                 }
-                true
+                let mut ready = std::mem::take(&mut self.ready);
+                stage.release(&mut ready);
+                self.store_all(w, &mut ready, t, log);
+                self.ready = ready;
             }
             None => {
                 let n = records.len() as u64;
@@ -110,19 +108,7 @@ impl OtlpStage {
                 if let Some(log) = log {
                     log.pushed(file, n);
                 }
-                false
             }
-        }
-    }
-
-    /// Stores whatever the window releases; pushed records are reported
-    /// to `log`.
-    pub fn release(&mut self, w: &mut Writer, t: &mut Tally, log: Option<&mut IntakeLog>) {
-        if let Some(stage) = self.reorder.as_mut() {
-            let mut ready = std::mem::take(&mut self.ready);
-            stage.release(&mut ready);
-            self.store_all(w, &mut ready, t, log);
-            self.ready = ready;
         }
     }
 
@@ -154,9 +140,7 @@ impl OtlpStage {
             });
             taken += records.len() as u64;
             log.replayed(file, records.len() as u64);
-            if self.hold(w, records, file, &mut t, Some(log)) {
-                self.release(w, &mut t, Some(log));
-            }
+            self.add(w, records, file, &mut t, Some(log));
         }
         (taken, t)
     }
