@@ -285,6 +285,8 @@ fn bad_requests_fail_alone_and_unknown_fields_are_skipped() {
         .expect_err("too large");
     assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
     assert!(e.message().contains("--otlp-max-body-bytes"), "{e:?}");
+    // Refused by tonic before a handler runs: counted all the same.
+    bad_requests += 1;
 
     // Unknown fields (a newer client's) are skipped: field 99 appended to
     // the request and to a span, unknown JSON keys.
@@ -334,6 +336,63 @@ fn bad_requests_fail_alone_and_unknown_fields_are_skipped() {
     );
     assert!(finals.contains("items accepted 4, rejected 0"), "{finals}");
     assert!(finals.contains("late refused 0"), "{finals}");
+}
+
+/// A gRPC request small on the wire that gzip expands far beyond
+/// `--otlp-max-body-bytes` (a decompression bomb) is refused alone with
+/// RESOURCE_EXHAUSTED and counted; loom-app never holds the expanded body
+/// (its peak memory grows by less than the bomb's size), and the good
+/// gzip requests before and after it are stored.
+#[test]
+fn a_grpc_gzip_bomb_is_refused_alone() {
+    const BOMB: usize = 48 << 20;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let app = App::start(
+        &dir.path().join("store"),
+        &["--otlp-max-body-bytes", "65536"],
+    );
+    let rt = runtime();
+    let grpc = format!("http://{}", app.grpc);
+    let export = |req: ExportTraceServiceRequest| {
+        rt.block_on(async {
+            let c = TraceServiceClient::connect(grpc.clone())
+                .await
+                .map_err(|e| Status::internal(e.to_string()))?;
+            let mut c = c
+                .send_compressed(tonic::codec::CompressionEncoding::Gzip)
+                .max_encoding_message_size(usize::MAX);
+            c.export(req).await.map(|r| r.into_inner())
+        })
+    };
+    let good = export(traces("gz", &[("op", 2_000_000_000, 3)]));
+    assert!(good.is_ok_and(|r| r.partial_success.is_none()));
+
+    let name = "a".repeat(BOMB);
+    let bomb = traces("gz", &[(name.as_str(), 2_000_000_001, 3)]);
+    let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    z.write_all(&bomb.encode_to_vec()).expect("gzip");
+    let wire = z.finish().expect("gzip").len();
+    assert!(wire < 65536, "the bomb is {wire} bytes on the wire");
+    let before = support::peak_rss(app.app.process.pid());
+    let e = export(bomb).expect_err("bomb");
+    assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
+    assert!(e.message().contains("--otlp-max-body-bytes"), "{e:?}");
+    let grown = support::peak_rss(app.app.process.pid()).saturating_sub(before);
+    assert!(
+        grown < (BOMB / 2) as u64,
+        "peak memory grew by {grown} bytes for a {wire}-byte request expanding to {BOMB}"
+    );
+
+    let good = export(traces("gz", &[("op", 2_000_000_002, 4)]));
+    assert!(good.is_ok_and(|r| r.partial_success.is_none()));
+    settles_at(
+        &app.influx,
+        "SELECT count(duration_us) FROM span WHERE service = 'gz'",
+        2,
+    );
+    let finals = app.stop().join("\n");
+    assert!(finals.contains("bad requests 1"), "{finals}");
+    assert!(finals.contains("items accepted 2, rejected 0"), "{finals}");
 }
 
 #[test]

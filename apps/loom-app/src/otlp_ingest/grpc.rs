@@ -31,13 +31,20 @@ use tonic::{Request, Response, Status};
 use super::grpc_raw::{Logs, Metrics, RawServer, Traces};
 use super::intake::{Intake, Outcome};
 
-/// Rewrites the status of tonic's own refusals. tonic answers a message
-/// that does not decode with INTERNAL (a server fault, to a client) and one
-/// over the size limit with OUT_OF_RANGE, which OTLP clients retry: the
-/// same too-large request would come back forever. These become
-/// INVALID_ARGUMENT and RESOURCE_EXHAUSTED without retry information (both
-/// not retryable under OTLP), the latter naming the limit and its flag.
-pub fn refine_status<B>(mut res: HttpResponse<B>, max_body: usize) -> HttpResponse<B> {
+/// Rewrites the status of tonic's own refusals, which come before a
+/// handler runs, and counts each as a bad request (the handlers count
+/// theirs). tonic answers a message that does not decode with INTERNAL (a
+/// server fault, to a client), a gzip body that does not decompress with
+/// INTERNAL too, and one over the size limit with OUT_OF_RANGE, which
+/// OTLP clients retry: the same too-large request would come back forever.
+/// These become INVALID_ARGUMENT and RESOURCE_EXHAUSTED without retry
+/// information (both not retryable under OTLP), the latter naming the
+/// limit and its flag. A compressed message is decompressed into a buffer
+/// bounded by the limit (tonic's `max_decoding_message_size`), so a small
+/// body that expands beyond it (a decompression bomb) is refused with
+/// RESOURCE_EXHAUSTED having held at most the limit.
+pub fn refine_status<B>(mut res: HttpResponse<B>, intake: &Intake) -> HttpResponse<B> {
+    let max_body = intake.max_body;
     let headers = res.headers_mut();
     let code = headers.get("grpc-status").and_then(|v| v.to_str().ok());
     let message = headers
@@ -45,18 +52,31 @@ pub fn refine_status<B>(mut res: HttpResponse<B>, max_body: usize) -> HttpRespon
         .and_then(|v| v.to_str().ok())
         .map(|m| m.replace("%20", " "))
         .unwrap_or_default();
+    let too_large =
+        || format!("request larger than the limit of {max_body} bytes (--otlp-max-body-bytes)");
     match code {
         Some("13") if message.contains("failed to decode") => {
             headers.insert("grpc-status", HeaderValue::from_static("3"));
+            intake.bad_request(&message);
+        }
+        Some("13") if message.contains("Error decompressing") => {
+            headers.insert("grpc-status", HeaderValue::from_static("3"));
+            intake.bad_request(&message);
         }
         Some("11") if message.contains("too large") => {
             headers.insert("grpc-status", HeaderValue::from_static("8"));
-            let text = format!(
-                "request larger than the limit of {max_body} bytes (--otlp-max-body-bytes)"
-            );
+            let text = too_large();
             if let Ok(v) = HeaderValue::from_str(&text) {
                 headers.insert("grpc-message", v);
             }
+            intake.bad_request(&text);
+        }
+        Some("8") if message.contains("exceeded while decompressing") => {
+            let text = format!("{} once decompressed", too_large());
+            if let Ok(v) = HeaderValue::from_str(&text) {
+                headers.insert("grpc-message", v);
+            }
+            intake.bad_request(&text);
         }
         _ => {}
     }

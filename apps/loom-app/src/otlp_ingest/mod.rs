@@ -151,7 +151,7 @@ pub fn start(
     if let Some(l) = grpc {
         l.set_nonblocking(true).context("--otlp-grpc: socket")?;
         servers.grpc = Some(l.local_addr().context("--otlp-grpc: socket")?);
-        let max_body = intake.max_body;
+        let refining = intake.clone();
         let routes = grpc::Services::new(intake.clone()).router();
         let listener = {
             let _guard = runtime.enter();
@@ -164,7 +164,7 @@ pub fn start(
             let served = tonic::transport::Server::builder()
                 .layer(tower::util::MapResponseLayer::new(
                     move |r: axum::http::Response<tonic::body::Body>| {
-                        grpc::refine_status(r, max_body)
+                        grpc::refine_status(r, &refining)
                     },
                 ))
                 .add_routes(routes)

@@ -189,3 +189,14 @@ pub fn wait_count(influx: &str, q: &str, want: u64) {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// Peak resident memory of process `pid`, bytes (`VmHWM`).
+pub fn peak_rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM");
+    kb << 10
+}
