@@ -20,7 +20,7 @@ const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 const STOP_POLL: Duration = Duration::from_millis(50);
 /// Nice value of the export thread: on a busy machine the ingest thread
 /// gets the CPU first.
-const EXPORT_NICE: libc::c_int = 10;
+const EXPORT_NICE: i32 = 10;
 
 /// Counters the export thread keeps up to date (for progress lines/tests).
 #[derive(Debug, Default)]
@@ -117,15 +117,7 @@ fn sleep_unless_stopped(d: Duration, stop: &AtomicBool) -> bool {
 
 /// Lowers this thread's scheduling priority (Linux: nice is per thread).
 fn lower_priority() {
-    // SAFETY: plain system calls on the calling thread.
-    let r = unsafe {
-        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        libc::setpriority(libc::PRIO_PROCESS, tid, EXPORT_NICE)
-    };
-    if r != 0 {
-        log::debug!(
-            "export thread keeps its priority: {}",
-            std::io::Error::last_os_error()
-        );
+    if let Err(e) = loom::lower_thread_priority(EXPORT_NICE) {
+        log::debug!("export thread keeps its priority: {e}");
     }
 }

@@ -46,6 +46,7 @@ pub mod fuzz;
 mod gate;
 mod index;
 mod log;
+mod priority;
 mod query;
 mod reader;
 mod record_builder;
@@ -61,6 +62,7 @@ pub use gate::{Admission, ConnectionGate};
 /// The chunk encoder, current and reference, for `make encode-bench`.
 #[doc(hidden)]
 pub use log::codec::bench as codec_bench;
+pub use priority::lower_thread_priority;
 pub use query::percentile_rank as nearest_rank;
 pub use query::{Aggregate, CountResult, Extremes, IndexMode, ScanStats, WindowBins};
 pub use reader::Reader;

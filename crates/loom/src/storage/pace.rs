@@ -63,22 +63,14 @@ impl Pace {
     }
 }
 
-/// Lowers the calling thread's priority to nice `nice` (Linux: nice is per
-/// thread); 0 leaves it. A refusal is logged, and the thread runs on.
+/// Lowers the flusher thread to nice `nice`; 0 leaves it. A refusal is
+/// logged, and the thread runs on.
 pub(crate) fn lower_priority(nice: i32) {
     if nice == 0 {
         return;
     }
-    // SAFETY: plain system calls about the calling thread.
-    let r = unsafe {
-        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        libc::setpriority(libc::PRIO_PROCESS, tid, nice)
-    };
-    if r != 0 {
-        log::warn!(
-            "the flusher keeps its priority (nice {nice} refused: {})",
-            std::io::Error::last_os_error()
-        );
+    if let Err(e) = crate::priority::lower_thread_priority(nice) {
+        log::warn!("the flusher keeps its priority (nice {nice} refused: {e})");
     }
 }
 
