@@ -10,7 +10,7 @@
 //! (a broken or missing file) reads as "not summarised", and the query
 //! scans that chunk instead, so answers stay exact whatever is paged out.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
@@ -118,7 +118,10 @@ type Key = (Page, bool);
 
 #[derive(Default)]
 struct Lru {
-    segs: HashMap<Key, (Cached, u64)>,
+    /// Looked up once per chunk a query reads summaries or entries of
+    /// (hundreds of thousands for a dashboard panel over an hour): a
+    /// cheap hash, not SipHash (keys are ours, not an attacker's).
+    segs: rustc_hash::FxHashMap<Key, (Cached, u64)>,
     bytes: usize,
     /// Of `bytes`, those of directory entries.
     chunk_bytes: usize,
