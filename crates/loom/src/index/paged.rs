@@ -185,6 +185,26 @@ pub(crate) struct SummaryPages {
     /// a query on a snapshot taken before the drop may still page their
     /// directory entries in.
     retired: Mutex<VecDeque<(u64, Arc<File>, Instant)>>,
+    /// Tells this cache apart in a thread's [`LAST_PAGE`].
+    id: u64,
+    /// `Lru::floor`, readable without the lock.
+    floor: AtomicU64,
+}
+
+/// Ids of [`SummaryPages`], one per open store.
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// The pages this thread last got (one of summaries, one of directory
+    /// entries: a query asks for both per chunk), by cache id and key: a query reads
+    /// the chunks of one segment in a row (hundreds of thousands of chunks
+    /// for a dashboard panel over an hour), and taking the lock and the
+    /// LRU's map for each was a third of such a panel's time. A page's
+    /// contents never change (a complete segment's index file), so a page
+    /// kept here after the LRU dropped it is still right; it keeps at most
+    /// one page per query thread above the budget.
+    static LAST_PAGE: std::cell::RefCell<[Option<(u64, Key, Cached)>; 2]> =
+        const { std::cell::RefCell::new([None, None]) };
 }
 
 impl SummaryPages {
@@ -200,6 +220,8 @@ impl SummaryPages {
             loads: AtomicU64::new(0),
             chunk_loads: AtomicU64::new(0),
             retired: Mutex::new(VecDeque::new()),
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            floor: AtomicU64::new(0),
         }
     }
 
@@ -302,6 +324,33 @@ impl SummaryPages {
     /// the budget; `None` below the retention floor.
     fn page(&self, key: Key, load: impl FnOnce() -> Result<Cached>) -> Result<Option<Cached>> {
         let segment = key.0 .0;
+        if segment >= self.floor.load(Ordering::Acquire) {
+            let last = LAST_PAGE.with(|l| match &l.borrow()[usize::from(key.1)] {
+                Some((id, k, c)) if *id == self.id && *k == key => Some(c.clone()),
+                _ => None,
+            });
+            if last.is_some() {
+                return Ok(last);
+            }
+        }
+        let got = self.page_locked(key, load)?;
+        if let Some(c) = &got {
+            if segment >= self.floor.load(Ordering::Acquire) {
+                LAST_PAGE.with(|l| {
+                    l.borrow_mut()[usize::from(key.1)] = Some((self.id, key, c.clone()));
+                });
+            }
+        }
+        Ok(got)
+    }
+
+    /// [`Self::page`] through the LRU (under its lock).
+    fn page_locked(
+        &self,
+        key: Key,
+        load: impl FnOnce() -> Result<Cached>,
+    ) -> Result<Option<Cached>> {
+        let segment = key.0 .0;
         {
             let mut lru = self.lock();
             if segment < lru.floor {
@@ -360,6 +409,7 @@ impl SummaryPages {
         let mut lru = self.lock();
         lru.floor = lru.floor.max(segment);
         let floor = lru.floor;
+        self.floor.store(floor, Ordering::Release);
         let gone: Vec<Key> = lru
             .segs
             .keys()
