@@ -35,7 +35,7 @@ P3_HOUR_SPEED ?= 6
 
 .PHONY: p3-dashboard-bench
 p3-dashboard-bench: deps
-	$(CARGO) build --release -p loom-app -p influx-app -p replay --bins 2>&1 | tail -n 1
+	$(CARGO) build --release --workspace --bins 2>&1 | tail -n 1
 	mkdir -p $(EVAL_OUT)
 	set -o pipefail; BIN=$(CARGO_RELEASE_DIR) TMP_DATA_DIR=$(TMP_DATA_DIR) RECORDING=$(RECORDING_DIR)/rocksdb-p3 \
 		BOTH_LOOPS=$(P3_BOTH_LOOPS) HOUR_LOOPS=$(P3_HOUR_LOOPS) HOUR_SPEED=$(P3_HOUR_SPEED) REPEAT=$(P3_REPEAT) \

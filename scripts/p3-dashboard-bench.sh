@@ -51,7 +51,7 @@ INFLUX_DIR=${INFLUX_DIR:-$TMP/influxdb}
 mkdir -p "$TMP"
 
 for b in loom-app influx-app tcp-replay; do
-  [ -x "$BIN/$b" ] || { echo "p3-dashboard-bench: $BIN/$b missing: cargo build --release -p loom-app -p influx-app -p replay --bins" >&2; exit 1; }
+  [ -x "$BIN/$b" ] || { echo "p3-dashboard-bench: $BIN/$b missing: cargo build --release --workspace --bins" >&2; exit 1; }
 done
 [ -s "$RECORDING" ] || { echo "p3-dashboard-bench: no recording at $RECORDING: make record-rocksdb-p3 RECORD_DURATION=20" >&2; exit 1; }
 

@@ -40,6 +40,23 @@ pub struct Config {
     /// Default `Some(60_000_000)` (60 s). `None` seals every open chunk at
     /// every `persist` and writes no journal.
     pub seal_after_us: Option<u64>,
+    /// Chunks of a busy source end at whole multiples of this many µs
+    /// (the timestamps' unit) of the epoch: once its open chunk holds at
+    /// least `align_min_bytes`, a record at or past the next multiple seals
+    /// it and starts the next chunk. A `GROUP BY time(d)` bucket of whole
+    /// seconds then starts and ends between chunks, so every chunk inside
+    /// it is answered from its summaries and only the window's own two
+    /// ends are read; unaligned, the chunk cut by each bucket boundary was
+    /// read (decompressed) for every bucket, most of what a dashboard
+    /// panel over an hour cost (docs/write.md). Costs one extra, partly
+    /// filled chunk per source per period at most. Default 1 s; 0 never
+    /// cuts by time.
+    pub align_chunks_us: u64,
+    /// Bytes (payload) an open chunk must hold before `align_chunks_us`
+    /// cuts it. A slower source's smaller chunks are cheap to read at a
+    /// boundary, and cutting them would multiply its chunks (index entries,
+    /// summaries, worse compression). Default 16 KiB (a quarter chunk).
+    pub align_min_bytes: usize,
     /// Bytes of chunks read from segment files that are kept for later
     /// queries (a query over many series reads every series' edge chunks,
     /// and a statement's percentile reads some of them again for its bin).
@@ -134,6 +151,8 @@ impl Default for Config {
             chunk_size: 64 * 1024,
             first_chunk_bytes: 512,
             seal_after_us: Some(60_000_000),
+            align_chunks_us: 1_000_000,
+            align_min_bytes: 16 * 1024,
             chunk_cache_bytes: 32 << 20,
             index_cache_bytes: 1 << 30,
             block_size: 16 * 1024 * 1024,

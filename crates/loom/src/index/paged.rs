@@ -10,7 +10,7 @@
 //! (a broken or missing file) reads as "not summarised", and the query
 //! scans that chunk instead, so answers stay exact whatever is paged out.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
@@ -62,10 +62,24 @@ impl SegmentSummaries {
         self.bins.capacity() * SUMMARY_BYTES + self.chunks.capacity() * 16 + 64
     }
 
-    fn find(&self, addr: u64) -> Option<(u32, u32)> {
+    /// Where the summaries of the chunk at `addr` sit, and its position in
+    /// `chunks` (the last of equal addresses). Positions `hint` and
+    /// `hint + 1` are tried first: a query reads a segment's chunks in
+    /// order, and a binary search per chunk (a dozen cache misses) was a
+    /// tenth of a dashboard panel's time over an hour.
+    fn find(&self, addr: u64, hint: usize) -> Option<((u32, u32), usize)> {
+        let last_of = |i: usize| {
+            let &(a, start, len) = self.chunks.get(i)?;
+            let next_differs = self.chunks.get(i + 1).is_none_or(|n| n.0 != addr);
+            (a == addr && next_differs).then_some(((start, len), i))
+        };
+        if let Some(found) = last_of(hint).or_else(|| last_of(hint.checked_add(1)?)) {
+            return Some(found);
+        }
         let end = self.chunks.partition_point(|c| c.0 <= addr);
-        let (a, start, len) = *self.chunks.get(end.checked_sub(1)?)?;
-        (a == addr).then_some((start, len))
+        let i = end.checked_sub(1)?;
+        let (a, start, len) = *self.chunks.get(i)?;
+        (a == addr).then_some(((start, len), i))
     }
 }
 
@@ -118,7 +132,10 @@ type Key = (Page, bool);
 
 #[derive(Default)]
 struct Lru {
-    segs: HashMap<Key, (Cached, u64)>,
+    /// Looked up once per chunk a query reads summaries or entries of
+    /// (hundreds of thousands for a dashboard panel over an hour): a
+    /// cheap hash, not SipHash (keys are ours, not an attacker's).
+    segs: rustc_hash::FxHashMap<Key, (Cached, u64)>,
     bytes: usize,
     /// Of `bytes`, those of directory entries.
     chunk_bytes: usize,
@@ -182,6 +199,30 @@ pub(crate) struct SummaryPages {
     /// a query on a snapshot taken before the drop may still page their
     /// directory entries in.
     retired: Mutex<VecDeque<(u64, Arc<File>, Instant)>>,
+    /// Tells this cache apart in a thread's [`LAST_PAGE`].
+    id: u64,
+    /// `Lru::floor`, readable without the lock.
+    floor: AtomicU64,
+}
+
+/// Ids of [`SummaryPages`], one per open store.
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// The pages this thread last got (one of summaries, one of directory
+    /// entries: a query asks for both per chunk), by cache id and key: a query reads
+    /// the chunks of one segment in a row (hundreds of thousands of chunks
+    /// for a dashboard panel over an hour), and taking the lock and the
+    /// LRU's map for each was a third of such a panel's time. A page's
+    /// contents never change (a complete segment's index file), so a page
+    /// kept here after the LRU dropped it is still right; it keeps at most
+    /// one page per query thread above the budget.
+    static LAST_PAGE: std::cell::RefCell<[Option<(u64, Key, Cached)>; 2]> =
+        const { std::cell::RefCell::new([None, None]) };
+    /// One past where this thread's last summaries lookup found its chunk
+    /// in its page: where the next chunk's most likely is (only a hint,
+    /// checked, whatever page it came from).
+    static FOUND_AT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 impl SummaryPages {
@@ -197,6 +238,8 @@ impl SummaryPages {
             loads: AtomicU64::new(0),
             chunk_loads: AtomicU64::new(0),
             retired: Mutex::new(VecDeque::new()),
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            floor: AtomicU64::new(0),
         }
     }
 
@@ -260,7 +303,8 @@ impl SummaryPages {
         let Ok(Some(Cached::Summaries(seg))) = loaded else {
             return None;
         };
-        let (start, len) = seg.find(addr)?;
+        let ((start, len), at) = seg.find(addr, FOUND_AT.get())?;
+        FOUND_AT.set(at + 1);
         Some(PagedBins {
             seg,
             next: start as usize,
@@ -298,6 +342,33 @@ impl SummaryPages {
     /// lock) and cached, evicting the least recently used pages down to
     /// the budget; `None` below the retention floor.
     fn page(&self, key: Key, load: impl FnOnce() -> Result<Cached>) -> Result<Option<Cached>> {
+        let segment = key.0 .0;
+        if segment >= self.floor.load(Ordering::Acquire) {
+            let last = LAST_PAGE.with(|l| match &l.borrow()[usize::from(key.1)] {
+                Some((id, k, c)) if *id == self.id && *k == key => Some(c.clone()),
+                _ => None,
+            });
+            if last.is_some() {
+                return Ok(last);
+            }
+        }
+        let got = self.page_locked(key, load)?;
+        if let Some(c) = &got {
+            if segment >= self.floor.load(Ordering::Acquire) {
+                LAST_PAGE.with(|l| {
+                    l.borrow_mut()[usize::from(key.1)] = Some((self.id, key, c.clone()));
+                });
+            }
+        }
+        Ok(got)
+    }
+
+    /// [`Self::page`] through the LRU (under its lock).
+    fn page_locked(
+        &self,
+        key: Key,
+        load: impl FnOnce() -> Result<Cached>,
+    ) -> Result<Option<Cached>> {
         let segment = key.0 .0;
         {
             let mut lru = self.lock();
@@ -357,6 +428,7 @@ impl SummaryPages {
         let mut lru = self.lock();
         lru.floor = lru.floor.max(segment);
         let floor = lru.floor;
+        self.floor.store(floor, Ordering::Release);
         let gone: Vec<Key> = lru
             .segs
             .keys()

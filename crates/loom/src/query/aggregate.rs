@@ -99,9 +99,16 @@ impl Snapshot {
         for i in sv.dir.overlapping(t0, t1)? {
             let Some(c) = sv.dir.get(i)? else { break };
             if let Some(bins) = self.covered_summaries(sv, i, &c, (t0, t1)) {
+                // Plain accumulators (no `Option` per bin): this loop runs
+                // for every bin of every chunk of the window.
+                let (mut n, mut sum, mut lo, mut hi) = (0u64, 0u128, u64::MAX, 0u64);
                 for b in bins {
-                    agg.merge(u64::from(b.count), b.sum, b.min, b.max);
+                    n += u64::from(b.count);
+                    sum += b.sum;
+                    lo = lo.min(b.min);
+                    hi = hi.max(b.max);
                 }
+                agg.merge(n, sum, lo, hi);
                 continue;
             }
             if is_left_edge(&c, t0, t1)

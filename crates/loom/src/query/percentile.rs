@@ -110,7 +110,7 @@ impl Snapshot {
         target: u32,
         values: &mut Vec<u64>,
     ) -> Result<()> {
-        let mut take = |_: u64, bytes: &[u8]| {
+        let take = |values: &mut Vec<u64>, bytes: &[u8]| {
             let v = ix.value(bytes);
             if ix.bins.bin_of(v) == target {
                 values.push(v);
@@ -119,13 +119,19 @@ impl Snapshot {
         for i in sv.dir.overlapping(t0, t1)? {
             let Some(c) = sv.dir.get(i)? else { break };
             if let Some(mut bins) = self.summaries(sv, i) {
-                if !bins.any(|b| b.bin == target) {
+                let Some(b) = bins.find(|b| b.bin == target) else {
+                    continue;
+                };
+                // A chunk inside the window whose bin summary pins its
+                // values down needs no reading (exact, see `exact_values`).
+                let inside = c.first_ts >= t0 && c.last_ts <= t1;
+                if inside && b.exact_values(values).is_some() {
                     continue;
                 }
             }
-            self.each_in_chunk(c.addr, t0, t1, &mut take)?;
+            self.each_in_chunk(c.addr, t0, t1, |_, b| take(values, b))?;
         }
-        self.each_in_tail(sv, t0, t1, &mut take)
+        self.each_in_tail(sv, t0, t1, |_, b| take(values, b))
     }
 
     /// Every indexed value of the sources in `[t0, t1]`, sorted: the exact

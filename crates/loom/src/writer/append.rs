@@ -43,6 +43,15 @@ impl Writer {
                 chunk_size: self.layout.chunk_size,
             });
         }
+        if timestamp_us >= s.cut_at {
+            if let Err(e) = self.cut_at_boundary(idx, timestamp_us) {
+                if matches!(e, Error::StorageFailing(_)) {
+                    self.stats.records_refused += 1;
+                }
+                return Err(e);
+            }
+        }
+        let s = &mut self.sources[idx];
         if s.active.remaining() < bytes.len() + MAX_RECORD_OVERHEAD {
             if let Err(e) = self.make_room(idx, bytes.len() + MAX_RECORD_OVERHEAD) {
                 if matches!(e, Error::StorageFailing(_)) {
@@ -54,6 +63,7 @@ impl Writer {
         let s = &mut self.sources[idx];
         let delta = if s.count == 0 {
             s.first_ts = timestamp_us;
+            s.cut_at = next_boundary(timestamp_us, self.config.align_chunks_us);
             0
         } else {
             timestamp_us - s.prev_ts
@@ -67,6 +77,29 @@ impl Writer {
         self.stats.records += 1;
         self.stats.payload_bytes += bytes.len() as u64;
         Ok(RecordAddress { source: s.id, seq })
+    }
+
+    /// A record at `ts` reached the open chunk's `cut_at`: seals the chunk
+    /// when `ts` is past a multiple of `Config::align_chunks_us` after the
+    /// chunk's first record and the chunk holds `align_min_bytes`, so the
+    /// record starts the next chunk and no chunk spans that multiple; else
+    /// moves `cut_at` to the multiple after `ts` (a chunk still small then
+    /// spans it: cheap to read). Order is kept: the record is pushed after.
+    #[cold]
+    #[inline(never)]
+    fn cut_at_boundary(&mut self, idx: usize, ts: u64) -> Result<()> {
+        let every = self.config.align_chunks_us;
+        let min = self.config.align_min_bytes;
+        let s = &mut self.sources[idx];
+        if s.count == 0 {
+            // The record starts a chunk, which sets `cut_at`.
+            return Ok(());
+        }
+        if ts >= next_boundary(s.first_ts, every) && s.active.len() >= min {
+            return self.seal(idx);
+        }
+        s.cut_at = next_boundary(ts, every);
+        Ok(())
     }
 
     /// Makes room for `need` more bytes in a source's open chunk: doubles
@@ -199,5 +232,15 @@ impl Writer {
             .tx
             .send(msg)
             .map_err(|_| Error::FlushFailed("the indexer thread has stopped".into()))
+    }
+}
+
+/// The first multiple of `every` after `ts` (µs); `u64::MAX` when `every`
+/// is 0 (chunks are never cut by time) or past the end of time.
+#[inline]
+fn next_boundary(ts: u64, every: u64) -> u64 {
+    match ts.checked_div(every) {
+        Some(q) => q.saturating_add(1).saturating_mul(every),
+        None => u64::MAX,
     }
 }

@@ -116,6 +116,9 @@ pub(crate) struct SourceState {
     pub journaled_len: usize,
     pub journaled_count: u32,
     pub journaled_ts: u64,
+    /// A record at or past this time may cut the open chunk
+    /// (`Config::align_chunks_us`; `Writer::cut_at_boundary` decides).
+    pub cut_at: u64,
 }
 
 pub(crate) struct BlockSlot {

@@ -59,6 +59,7 @@ pub(crate) fn new_source(id: SourceId, first_payload: usize) -> SourceState {
         journaled_len: 0,
         journaled_count: 0,
         journaled_ts: 0,
+        cut_at: 0,
     }
 }
 
