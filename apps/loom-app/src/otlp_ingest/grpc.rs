@@ -55,11 +55,9 @@ pub fn refine_status<B>(mut res: HttpResponse<B>, intake: &Intake) -> HttpRespon
     let too_large =
         || format!("request larger than the limit of {max_body} bytes (--otlp-max-body-bytes)");
     match code {
-        Some("13") if message.contains("failed to decode") => {
-            headers.insert("grpc-status", HeaderValue::from_static("3"));
-            intake.bad_request(&message);
-        }
-        Some("13") if message.contains("Error decompressing") => {
+        Some("13")
+            if message.contains("failed to decode") || message.contains("Error decompressing") =>
+        {
             headers.insert("grpc-status", HeaderValue::from_static("3"));
             intake.bad_request(&message);
         }

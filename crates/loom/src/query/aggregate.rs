@@ -36,6 +36,20 @@ impl Aggregate {
         self.merge(u64::from(b.count), b.sum, b.min, b.max);
     }
 
+    /// Adds every bin summary of one chunk. Plain accumulators (no
+    /// `Option` per bin) because this runs for every bin of every chunk a
+    /// window covers.
+    pub(crate) fn merge_bins(&mut self, bins: impl IntoIterator<Item = BinSummary>) {
+        let (mut n, mut sum, mut lo, mut hi) = (0u64, 0u128, u64::MAX, 0u64);
+        for b in bins {
+            n += u64::from(b.count);
+            sum += b.sum;
+            lo = lo.min(b.min);
+            hi = hi.max(b.max);
+        }
+        self.merge(n, sum, lo, hi);
+    }
+
     /// Adds another part's values (nothing when it is empty).
     pub(crate) fn merge_part(&mut self, p: &Aggregate) {
         if let (Some(min), Some(max)) = (p.min, p.max) {
@@ -99,16 +113,7 @@ impl Snapshot {
         for i in sv.dir.overlapping(t0, t1)? {
             let Some(c) = sv.dir.get(i)? else { break };
             if let Some(bins) = self.covered_summaries(sv, i, &c, (t0, t1)) {
-                // Plain accumulators (no `Option` per bin): this loop runs
-                // for every bin of every chunk of the window.
-                let (mut n, mut sum, mut lo, mut hi) = (0u64, 0u128, u64::MAX, 0u64);
-                for b in bins {
-                    n += u64::from(b.count);
-                    sum += b.sum;
-                    lo = lo.min(b.min);
-                    hi = hi.max(b.max);
-                }
-                agg.merge(n, sum, lo, hi);
+                agg.merge_bins(bins);
                 continue;
             }
             if is_left_edge(&c, t0, t1)
