@@ -86,7 +86,24 @@ pub fn describe(dir: &Path) -> anyhow::Result<String> {
     let mut costs: BTreeMap<String, Cost> = BTreeMap::new();
     let mut schemas = snap.schemas();
     schemas.sort_by(|a, b| (&a.1.measurement, &a.1.tags).cmp(&(&b.1.measurement, &b.1.tags)));
+    // A series' late siblings (records later than the reorder window,
+    // stored at their own times) are listed under their series, not as
+    // series of their own.
+    let siblings = loom::late_siblings(schemas.iter().copied());
+    let mut late_of: BTreeMap<loom::SourceId, Vec<loom::SourceId>> = BTreeMap::new();
+    for (sib, (base, _)) in &siblings {
+        late_of.entry(*base).or_default().push(*sib);
+    }
     for (id, s) in &schemas {
+        if let Some(u) = snap.storage_use(*id) {
+            let c = costs.entry(s.measurement.clone()).or_default();
+            c.records += u.records;
+            c.chunk_bytes += u.chunk_bytes;
+            c.stored_bytes += u.stored_bytes;
+        }
+        if siblings.contains_key(id) {
+            continue;
+        }
         let tags: Vec<String> = s.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let fields: Vec<String> = s
             .fields
@@ -118,11 +135,15 @@ pub fn describe(dir: &Path) -> anyhow::Result<String> {
             snap.retained_count(*id),
             snap.record_count(*id),
         )?;
-        if let Some(u) = snap.storage_use(*id) {
-            let c = costs.entry(s.measurement.clone()).or_default();
-            c.records += u.records;
-            c.chunk_bytes += u.chunk_bytes;
-            c.stored_bytes += u.stored_bytes;
+        if let Some(sibs) = late_of.get(id) {
+            let (kept, written) = sibs.iter().fold((0, 0), |(k, w), sib| {
+                (k + snap.retained_count(*sib), w + snap.record_count(*sib))
+            });
+            writeln!(
+                out,
+                "  late records (older than the series' newest when they came, stored at their own times in {} late siblings): {kept} retained of {written} written",
+                sibs.len()
+            )?;
         }
     }
     for id in snap.sources() {
@@ -149,7 +170,7 @@ pub fn describe(dir: &Path) -> anyhow::Result<String> {
         out,
         "store {}: {} series, {records} records, {:.1} MB on disk (allocated, every file), {:.2} bytes/record",
         dir.display(),
-        schemas.len(),
+        schemas.len() - siblings.len(),
         allocated as f64 / 1e6,
         if records == 0 { 0.0 } else { allocated as f64 / records as f64 }
     )?;

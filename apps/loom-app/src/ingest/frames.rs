@@ -137,14 +137,12 @@ impl Ingest {
     }
 
     /// A record at its event time: into the reorder stage when it is on,
-    /// else pushed.
+    /// else pushed. A record late already (older than its source's newest
+    /// stored one) goes through the stage too: released with the next
+    /// release, sorted with the other late records of its group, into a
+    /// late sibling at its own time (see [`Source::push`](crate::source_state::Source::push)).
     #[inline]
     fn place(&mut self, slot: usize, ts: u64, kind: telemetry::Kind, body: &[u8], t: &mut Tally) {
-        // Late now means late at release too: refuse it here.
-        if self.reorder.is_some() && self.sources.get_mut(slot).is_some_and(|s| ts < s.last_ts()) {
-            t.late += 1;
-            return;
-        }
         match self.reorder.as_mut() {
             Some(stage) => {
                 t.held_max = t.held_max.max(ts);
