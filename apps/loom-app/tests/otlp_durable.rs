@@ -295,13 +295,14 @@ fn late_spans_are_stored_at_their_own_time() {
     // before t after that comes later than the window allows. They come
     // newest first from t - 1 s to t - 8 s (each older than every late
     // sibling's newest: a new sibling each, eight in all), with others in
-    // between that fit an existing sibling (t - 1.5 s, t - 0.5 s).
+    // between that fit an existing sibling (t - 1.5 s after t - 2 s,
+    // t - 0.5 s after t - 1 s).
     let spans: Vec<(u64, u64)> = [
         (t, 40),
         (t + 10_000_000, 10),
         (t - 1_000_000, 90),
-        (t - 1_500_000, 70),
         (t - 2_000_000, 200),
+        (t - 1_500_000, 70),
         (t - 500_000, 30),
         (t + 3_000_000, 20),
     ]
