@@ -22,8 +22,8 @@ pub struct Source {
     resumed: Option<(u64, u64)>,
     id: SourceId,
     /// Late siblings, looked up in the store at this run's first late
-    /// record (boxed: most sources never get one).
-    late: Option<Box<Vec<Sibling>>>,
+    /// record (`None` until then: most sources never get one).
+    late: Option<Vec<Sibling>>,
 }
 
 /// One late sibling: its generation, handle and newest stored time.
@@ -89,9 +89,7 @@ impl Source {
             return false;
         }
         let id = self.id;
-        let siblings = self
-            .late
-            .get_or_insert_with(|| Box::new(stored_siblings(w, id)));
+        let siblings = self.late.get_or_insert_with(|| stored_siblings(w, id));
         siblings.len() as u32 >= MAX_LATE_GENERATIONS && siblings.iter().all(|s| s.last_ts > ts)
     }
 
@@ -100,9 +98,7 @@ impl Source {
     /// stored late, found again in what it logged).
     pub fn holds(&mut self, w: &Writer, ts: u64, bytes: &[u8]) -> bool {
         let id = self.id;
-        let siblings = self
-            .late
-            .get_or_insert_with(|| Box::new(stored_siblings(w, id)));
+        let siblings = self.late.get_or_insert_with(|| stored_siblings(w, id));
         let reader = w.reader();
         let ids = std::iter::once(id).chain(
             siblings
@@ -163,9 +159,7 @@ impl Source {
         t: &mut Tally,
     ) -> Result<(), loom::Error> {
         let id = self.id;
-        let siblings = self
-            .late
-            .get_or_insert_with(|| Box::new(stored_siblings(w, id)));
+        let siblings = self.late.get_or_insert_with(|| stored_siblings(w, id));
         let fit = siblings
             .iter_mut()
             .filter(|s| s.last_ts <= ts)

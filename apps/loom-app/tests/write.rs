@@ -394,16 +394,40 @@ fn loom_rules_for_points_it_cannot_store_as_sent() {
             && e.ends_with("dropped=2"),
         "{e}"
     );
+    late_point_is_stored_at_its_own_time(&url, auth);
+    counted_on_stats_and_final_lines(app, &url, auth);
+}
+
+/// The values of the first series `s` answers on loom-app at `url` (epoch s).
+fn values(url: &str, auth: &str, s: &str) -> Value {
+    let o = Command::new("curl")
+        .args(["-s", "-H", auth, "-G", &format!("{url}/query")])
+        .args([
+            "--data-urlencode",
+            &format!("q={s}"),
+            "--data-urlencode",
+            "epoch=s",
+        ])
+        .output()
+        .expect("curl");
+    serde_json::from_slice::<Value>(&o.stdout).expect("json")["results"][0]["series"][0]["values"]
+        .clone()
+}
+
+/// A point too late for the reorder window is stored at its own time (in
+/// a late sibling of its series), found there by windowed questions, and
+/// its series is listed once; the flags points written before read back.
+fn late_point_is_stored_at_its_own_time(url: &str, auth: &str) {
     // Late: the series' newest stored point is at 100 s; once the window
     // has released it, a point at 50 s is stored at its own time (in a
     // late sibling of the series), never elsewhere.
     assert_eq!(
-        write(&url, "db=lp&precision=s", b"late,h=a v=1 100", &[auth]).0,
+        write(url, "db=lp&precision=s", b"late,h=a v=1 100", &[auth]).0,
         204
     );
     std::thread::sleep(Duration::from_millis(1500));
     let (status, text) = write(
-        &url,
+        url,
         "db=lp&precision=s",
         b"late,h=a v=2 50\nlate,h=a v=3 101",
         &[auth],
@@ -411,21 +435,7 @@ fn loom_rules_for_points_it_cannot_store_as_sent() {
     assert_eq!(status, 204, "{text}");
 
     let deadline = Instant::now() + Duration::from_secs(10);
-    let q = |s: &str| {
-        let o = Command::new("curl")
-            .args(["-s", "-H", auth, "-G", &format!("{url}/query")])
-            .args([
-                "--data-urlencode",
-                &format!("q={s}"),
-                "--data-urlencode",
-                "epoch=s",
-            ])
-            .output()
-            .expect("curl");
-        serde_json::from_slice::<Value>(&o.stdout).expect("json")["results"][0]["series"][0]
-            ["values"]
-            .clone()
-    };
+    let q = |s: &str| values(url, auth, s);
     loop {
         let flags = q("SELECT v FROM flags");
         let late = q("SELECT v FROM late");
@@ -453,7 +463,6 @@ fn loom_rules_for_points_it_cannot_store_as_sent() {
         serde_json::json!([["late,h=a"]]),
         "one series, its late sibling not listed"
     );
-    counted_on_stats_and_final_lines(app, &url, auth);
 }
 
 /// `/write`'s counters on loom-app's `STATS` and `Final /write` lines, after

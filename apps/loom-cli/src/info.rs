@@ -77,6 +77,47 @@ fn storage_lines(
     Ok(())
 }
 
+/// One series' entry: its tags, fields, index, record counts and time span.
+fn series_entry(
+    out: &mut String,
+    snap: &loom::Snapshot,
+    id: loom::SourceId,
+    s: &loom::SourceSchema,
+) -> anyhow::Result<()> {
+    let tags: Vec<String> = s.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let fields: Vec<String> = s
+        .fields
+        .iter()
+        .map(|f| format!("{}:{:?}", f.name, f.ty).to_lowercase())
+        .collect();
+    let index = s.index.as_ref().map_or("none".to_string(), |ix| {
+        format!(
+            "{} (bins from {} every {}, {} bins)",
+            ix.field, ix.min, ix.interval, ix.n_bins
+        )
+    });
+    let span = snap.time_span(id).map_or("empty".to_string(), |(a, b)| {
+        format!(
+            "{} .. {} ({:.3} s)",
+            influxql::rfc3339(i128::from(a) * 1000),
+            influxql::rfc3339(i128::from(b) * 1000),
+            b.saturating_sub(a) as f64 / 1e6
+        )
+    });
+    writeln!(
+        out,
+        "{}{}{} [source {}]\n  fields: {}\n  index: {index}\n  records: {} retained of {} written\n  time: {span}",
+        s.measurement,
+        if tags.is_empty() { "" } else { "," },
+        tags.join(","),
+        id.0,
+        fields.join(", "),
+        snap.retained_count(id),
+        snap.record_count(id),
+    )?;
+    Ok(())
+}
+
 /// A text description of the store at `dir` (opened read-only).
 pub fn describe(dir: &Path) -> anyhow::Result<String> {
     let reader = loom::open_read_only(dir)
@@ -104,37 +145,7 @@ pub fn describe(dir: &Path) -> anyhow::Result<String> {
         if siblings.contains_key(id) {
             continue;
         }
-        let tags: Vec<String> = s.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let fields: Vec<String> = s
-            .fields
-            .iter()
-            .map(|f| format!("{}:{:?}", f.name, f.ty).to_lowercase())
-            .collect();
-        let index = s.index.as_ref().map_or("none".to_string(), |ix| {
-            format!(
-                "{} (bins from {} every {}, {} bins)",
-                ix.field, ix.min, ix.interval, ix.n_bins
-            )
-        });
-        let span = snap.time_span(*id).map_or("empty".to_string(), |(a, b)| {
-            format!(
-                "{} .. {} ({:.3} s)",
-                influxql::rfc3339(i128::from(a) * 1000),
-                influxql::rfc3339(i128::from(b) * 1000),
-                b.saturating_sub(a) as f64 / 1e6
-            )
-        });
-        writeln!(
-            out,
-            "{}{}{} [source {}]\n  fields: {}\n  index: {index}\n  records: {} retained of {} written\n  time: {span}",
-            s.measurement,
-            if tags.is_empty() { "" } else { "," },
-            tags.join(","),
-            id.0,
-            fields.join(", "),
-            snap.retained_count(*id),
-            snap.record_count(*id),
-        )?;
+        series_entry(&mut out, &snap, *id, s)?;
         if let Some(sibs) = late_of.get(id) {
             let (kept, written) = sibs.iter().fold((0, 0), |(k, w), sib| {
                 (k + snap.retained_count(*sib), w + snap.record_count(*sib))
