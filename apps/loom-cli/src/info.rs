@@ -205,3 +205,41 @@ pub fn describe(dir: &Path) -> anyhow::Result<String> {
     )?;
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loom::{FieldDef, FieldType, SourceId, SourceSchema};
+
+    /// A late sibling is listed under its series, with its records, and
+    /// the store counts one series.
+    #[test]
+    fn late_siblings_are_listed_under_their_series() {
+        let dir = tempfile::tempdir().unwrap();
+        let schema = SourceSchema {
+            measurement: "kv".into(),
+            tags: vec![("op".into(), "read".into())],
+            fields: vec![FieldDef::new("v", 0, FieldType::U64)],
+            index: None,
+        };
+        let base = SourceId(7);
+        let sib = loom::late_sibling_id(base, 1);
+        let (mut w, _) = loom::open(dir.path(), loom::Config::default()).unwrap();
+        let h = w.declare(base, schema.clone()).unwrap();
+        let hs = w.declare(sib, schema).unwrap();
+        for ts in [10u64, 20, 30] {
+            w.push(h, ts, &ts.to_le_bytes()).unwrap();
+        }
+        for ts in [15u64, 25] {
+            w.push(hs, ts, &ts.to_le_bytes()).unwrap();
+        }
+        w.close().unwrap();
+        let text = describe(dir.path()).unwrap();
+        assert_eq!(text.matches("kv,op=read [source").count(), 1, "{text}");
+        assert!(
+            text.contains("stored at their own times in 1 late siblings): 2 retained of 2 written"),
+            "{text}"
+        );
+        assert!(text.contains(": 1 series, 5 records"), "{text}");
+    }
+}
