@@ -54,16 +54,21 @@ impl Source {
         }
     }
 
-    /// Whether a record of an acknowledged sender at `ts` was stored before
-    /// this run started, so it is a resend: earlier than the newest time
-    /// stored then, or at that time while the records stored there are not
-    /// all matched yet. Series are stored in time order and what a crash
-    /// keeps of one is a prefix of it, so a resent record at or before the
-    /// stored end is one the store holds; a new record of a sender that
-    /// stamps wall-clock time is later than any stored before the restart.
+    /// Whether a record of an acknowledged sender at `ts` (`bytes`) was
+    /// stored before this run started, so it is a resend: earlier than the
+    /// newest time stored then, or at that time while the records stored
+    /// there are not all matched yet. Series are stored in time order and
+    /// what a crash keeps of one is a prefix of it, so a resent record at
+    /// or before the stored end is one the store holds; a new record of a
+    /// sender that stamps wall-clock time is later than any stored before
+    /// the restart. Except a record more than `recent_us` older than that
+    /// end: it came late the first time (resent frames are the last ones
+    /// sent before the restart), so it sits in a late sibling or was lost
+    /// with the crash; the store is asked ([`Source::holds`]).
     #[inline]
-    pub fn held_before(&mut self, ts: u64) -> bool {
+    pub fn held_before(&mut self, w: &Writer, ts: u64, bytes: &[u8], recent_us: u64) -> bool {
         match self.resumed.as_mut() {
+            Some((t, _)) if ts < t.saturating_sub(recent_us) => self.holds(w, ts, bytes),
             Some((t, _)) if ts < *t => true,
             Some((t, n)) if ts == *t && *n > 0 => {
                 *n -= 1;

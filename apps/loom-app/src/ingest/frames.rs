@@ -9,6 +9,12 @@ use super::{Ingest, Tally, TimestampMode};
 use crate::reorder::{Timed, WireRecord};
 use crate::sources::schema_of;
 
+/// Beyond the reorder window, how far before a resumed series' stored end
+/// an acknowledged sender's resent records count as stored in time order
+/// (unacknowledged frames are the last second or so a sender sent); older
+/// resent records are looked up in the store (they came late).
+const RESEND_RECENT_US: u64 = 2_000_000;
+
 impl Ingest {
     /// The slot of source `key` under the tags of `ctx`, declared on first
     /// sight.
@@ -119,7 +125,13 @@ impl Ingest {
             };
             if ctx.wall_clock {
                 let ts = raw::event_time(kind, body);
-                if ctx.acked && self.sources.get_mut(i).is_some_and(|s| s.held_before(ts)) {
+                let recent = self.cfg.reorder_window_us.saturating_add(RESEND_RECENT_US);
+                if ctx.acked
+                    && self
+                        .sources
+                        .get_mut(i)
+                        .is_some_and(|s| s.held_before(&self.writer, ts, body, recent))
+                {
                     t.duplicates += 1;
                     continue;
                 }

@@ -255,3 +255,87 @@ fn an_acked_group_settles_when_other_senders_move_the_window_on() {
     ing.persist();
     assert_eq!(book.durable(5), 1);
 }
+
+/// An acknowledged sender's frame of one KV read at `start_us` (wall-clock
+/// time), sequence number `seq`.
+fn acked_frame(session: &mut endpoint::session::Session, seq: u64, start_us: u64) -> Frames {
+    let mut f = Frames::new(0, kv_read(start_us), 1, 1);
+    f.segments = vec![endpoint::Segment {
+        records: 1,
+        context: Some(session.data(seq, 0).unwrap()),
+    }];
+    f.last_seq = seq;
+    f.acked_sender = Some(5);
+    f
+}
+
+fn acked_session(next_seq: u64) -> endpoint::session::Session {
+    let flags =
+        telemetry::wire::control::HELLO_ACKS_WANTED | telemetry::wire::control::HELLO_WALL_CLOCK;
+    endpoint::session::Session::new(telemetry::wire::Hello {
+        sender_id: 5,
+        flags,
+        next_seq,
+        token: String::new(),
+        host: "h".into(),
+        agent: "t".into(),
+    })
+}
+
+/// After a crash an acknowledged sender resends its frames: a resent
+/// record the store holds in a late sibling is recognised and stored once;
+/// one that came late and was never stored is stored late at its own time,
+/// not taken for a resend.
+#[test]
+fn resent_late_records_are_looked_up_not_assumed_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = || IngestConfig {
+        timestamps: TimestampMode::Event,
+        reorder_window_us: 1_000,
+        acks: Some(Arc::new(AckBook::in_memory())),
+        ..config()
+    };
+    let open = || {
+        let (writer, reader) = loom::open(dir.path(), loom::Config::default()).unwrap();
+        let counters = Arc::new(Counters::default());
+        let otlp = OtlpStage::new(Arc::new(otlp::Registry::new(16, [])), 0);
+        (
+            Ingest::new(writer, counters.clone(), cfg(), otlp),
+            reader,
+            counters,
+        )
+    };
+    let (mut ing, _reader, _) = open();
+    let mut session = acked_session(1);
+    for (seq, ts) in [(1, 10_000_000), (2, 20_000_000), (3, 5_000_000)] {
+        ing.frames(&acked_frame(&mut session, seq, ts));
+    }
+    ing.flush_reorder();
+    ing.persist();
+    ing.writer.simulate_crash();
+
+    let (mut ing, reader, counters) = open();
+    let mut session = acked_session(2);
+    // 20 s and 5 s were stored (5 s late); 4 s came late and was lost.
+    for (seq, ts) in [(2, 20_000_000), (3, 5_000_000), (4, 4_000_000)] {
+        ing.frames(&acked_frame(&mut session, seq, ts));
+    }
+    ing.flush_reorder();
+    ing.writer.sync();
+    let c = |a: &AtomicU64| Counters::get(a);
+    assert_eq!(c(&counters.records_duplicate), 2);
+    assert_eq!(c(&counters.records_late_stored), 1);
+    let snap = reader.snapshot();
+    let base = snap
+        .schemas()
+        .into_iter()
+        .map(|(id, _)| id)
+        .find(|id| !loom::late_siblings(snap.schemas()).contains_key(id))
+        .unwrap();
+    let got = stored_with_late(&reader, base);
+    assert_eq!(
+        got.iter().map(|x| x.0).collect::<Vec<_>>(),
+        vec![4_000_000, 5_000_000, 10_000_000, 20_000_000]
+    );
+    assert!(got.iter().all(|(ts, start)| ts == start), "{got:?}");
+}
