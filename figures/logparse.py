@@ -46,7 +46,8 @@ DD_UNITS = {
 # loom-app (apps/loom-app/src/main.rs, queries.rs), figures 10-12, 15, 16.
 # Logs: evaluation-output/e2e-mach-app-<query>, ab-mach-<query>-<lookback> (mk/e2e.mk).
 #   Records received: r, dropped: d, total received R dropped D, not stored n, late m[, more counts]
-# (`late`: records refused as older than their source's newest stored one; builds before
+# (`late`: records refused as older than their source's newest stored one and than each of
+# its late siblings'; `late stored s` follows since late siblings; builds before
 # issue 26 wrote `raised m` there instead. influx-app: without `not stored`/`late`; older
 # builds: only `Records received: r, dropped: d`;
 # loom-app with OTLP appends counts such as `, otlp accepted a ...`)

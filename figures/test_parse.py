@@ -131,6 +131,10 @@ def test_app_records_line_of_current_loom_app():
     assert not warnings and app.intervals == [(1680896, 5), (10, 0)] and app.totals() == (1680906, 5)
     m = lp.APP_RECORDS.match("Records received: 1, dropped: 0, total received 1 dropped 0, not stored 0, late 7")
     assert m and m.group("late") == "7"
+    # Since late siblings: `late stored s` (stored at their own time) follows `late m` (refused).
+    m = lp.APP_RECORDS.match("Records received: 1, dropped: 0, total received 1 dropped 0, not stored 0, late 0, "
+                             "late stored 9, otlp accepted 0 rejected 0 throttled 0")
+    assert m and m.group("late") == "0"
 
 
 def test_app_records_line_of_builds_before_late():

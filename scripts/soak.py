@@ -95,7 +95,8 @@ class Progress:
                 t["received"], t["dropped"] = int(w[2]), int(w[4])
             elif p.startswith("not stored") and len(w) >= 3:
                 t["not_stored"] = int(w[2])
-            elif p.startswith("late") and len(w) >= 2:
+            elif len(w) == 2 and w[0] == "late":
+                # `late m` (refused); `late stored s` is not a loss.
                 t["late"] = int(w[1])
         with self.lock:
             self.totals.update(t)

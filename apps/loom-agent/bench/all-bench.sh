@@ -82,6 +82,7 @@ awk -v ev="$events" -v cpu="$ag_cpu" -v s="$elapsed" -v app="$APP_MAX" -v ag="$a
   -v kd="$(field "$agent" kernel_drops)" -v cd="$(field "$agent" channel_drops)" \
   -v qd="$(field "$agent" queue_drops)" -v sd="$(field "$agent" send_drops)" \
   -v rd="$(field "$stats" dropped)" -v late="$(field "$stats" late)" -v sr="$(field "$stats" series_refused)" \
+  -v ls="$(field "$stats" late_stored)" \
   -v ns="$(field "$stats" not_stored)" -v ing="$(field "$stats" ingested)" 'BEGIN {
   printf "%-40s %14s %10s\n", "measure", "value", "target"
   printf "%-40s %14.0f %10s\n", "agent events", ev, ""
@@ -89,6 +90,7 @@ awk -v ev="$events" -v cpu="$ag_cpu" -v s="$elapsed" -v app="$APP_MAX" -v ag="$a
   printf "%-40s %14.0f %10s\n", "loom-app records ingested", ing, ""
   printf "%-40s %14s %10s\n", "drops: kernel / queue / send", kd "/" (cd + qd) "/" sd, "0"
   printf "%-40s %14s %10s\n", "loom-app dropped/late/refused/not stored", rd "/" late "/" sr "/" ns, "0"
+  printf "%-40s %14s %10s\n", "loom-app late stored at their own time", ls, ""
   printf "%-40s %14.0f %10s\n", "loom-app max RSS (MB)", app / 1024, "<= 512"
   printf "%-40s %14.0f %10s\n", "agent max RSS (MB)", ag / 1024, "<= 64"
   printf "%-40s %14.0f %10s\n", "  of which its own memory (RssAnon)", anon / 1024, ""

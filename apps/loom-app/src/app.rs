@@ -169,7 +169,16 @@ fn otlp_registry(
     series: &Arc<endpoint::SeriesLimit>,
 ) -> Arc<otlp::Registry> {
     let snap = reader.snapshot();
-    let schemas = snap.schemas();
+    // A series' late siblings (its records stored late, at their own
+    // times) are the same series: counted once, and not OTLP series of
+    // their own (an id the registry cannot derive would reserve the
+    // measurement).
+    let siblings = loom::late_siblings(snap.schemas());
+    let schemas: Vec<_> = snap
+        .schemas()
+        .into_iter()
+        .filter(|(id, _)| !siblings.contains_key(id))
+        .collect();
     series.count_existing(schemas.len() as u64);
     Arc::new(otlp::Registry::with_limit(
         series.clone(),

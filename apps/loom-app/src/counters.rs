@@ -18,9 +18,13 @@ pub struct Counters {
     /// Records pushed into the engine.
     pub records_ingested: AtomicU64,
     /// Records refused as late: older than their source's newest stored
-    /// record (they came later than the reorder window allows; a record's
-    /// time is never moved).
+    /// record and than each of its late siblings' (all
+    /// `loom::MAX_LATE_GENERATIONS` exist); a record's time is never moved.
     pub records_late: AtomicU64,
+    /// Records older than their source's newest stored record (later than
+    /// the reorder window) stored at their own time in a late sibling of
+    /// the source; also counted in `records_ingested`.
+    pub records_late_stored: AtomicU64,
     /// Records of acknowledged senders sent again after a restart and
     /// found stored already (stored once; see `ingest::acks`). Frames
     /// recognised as resent by their sequence number are counted by the

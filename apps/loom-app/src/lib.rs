@@ -18,12 +18,13 @@
 //!
 //! Output (stable, parsed by `figures/`):
 //! - every `--report-interval-s`: `Records received: r, dropped: d, total
-//!   received R dropped D, not stored n, late m, otlp ...` (`r`/`d`/`n`/`m`
-//!   during the interval; received counts every record of a valid frame and
-//!   every OTLP item, dropped the part discarded on a full queue, not stored
-//!   what the engine refused, late the records refused because they were
-//!   older than their source's newest stored record: a record's time is
-//!   never moved); then `Memory: index held H bytes (...)`, the engine's
+//!   received R dropped D, not stored n, late m, late stored s, otlp ...`
+//!   (`r`/`d`/`n`/`m`/`s` during the interval; received counts every record
+//!   of a valid frame and every OTLP item, dropped the part discarded on a
+//!   full queue, not stored what the engine refused, late stored the records
+//!   older than their source's newest stored record stored at their own
+//!   time in a late sibling, late those refused because no sibling could
+//!   take them: a record's time is never moved); then `Memory: index held H bytes (...)`, the engine's
 //!   index memory (`report::print_memory`);
 //! - per query: its answer, then `Query Latency (<name>): <ms> ms`;
 //! - with `--machine-output`, also `ANSWER query=<name> t0=<µs> t1=<µs> <key=value...>`;

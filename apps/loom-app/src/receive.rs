@@ -30,7 +30,9 @@ pub struct Taken {
     /// The intake-log position whose durability covers the records taken
     /// (`None`: nothing to wait for).
     pub position: Option<u64>,
-    /// Records refused as late (older than their series' newest stored record).
+    /// Records refused as late (older than their series' newest stored
+    /// record and than the newest of each of its late siblings, all of
+    /// which exist).
     pub late: u64,
     /// Records not stored for other reasons (series not declared, engine refusal).
     pub not_stored: u64,

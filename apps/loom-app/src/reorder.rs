@@ -4,7 +4,7 @@
 //! A live workload sends one batch per worker thread; batches of different
 //! threads interleave, so a source's records arrive out of order by up to a
 //! batch's span. The engine needs each source in time order, so without
-//! this stage such records would be refused as late. Each source's
+//! this stage such records would all be late. Each source's
 //! records are kept as sorted runs: a record joins the run whose newest
 //! time is the latest not after its own (patience sorting), so the number
 //! of runs stays at the stream's degree of disorder (about one per sending
@@ -12,8 +12,8 @@
 //! record is released once the newest event time seen by any source is
 //! more than the window past it; runs are merged through a heap. A record
 //! older than its source's newest stored record arrives after its time was
-//! released: it is late, and the caller refuses and counts it (a record's
-//! time is never moved).
+//! released: it is late, and the caller stores it at its own time in a late
+//! sibling of its source (`source_state`; a record's time is never moved).
 //!
 //! Generic over the record type: the TCP stream's telemetry records (held
 //! in wire form) and OTLP's shaped records (whose times are always their

@@ -5,12 +5,14 @@ use std::sync::Arc;
 use crate::counters::Counters;
 
 /// Prints `Records received: r, dropped: d, total received R dropped D,
-/// not stored n, late m, otlp accepted a rejected j throttled t,
+/// not stored n, late m, late stored s, otlp accepted a rejected j throttled t,
 /// connections open o refused f closed idle i, write points stored w
 /// refused x late y bad lines z` once per
 /// [`Progress::print`] (the first part is what `figures/` parses; `not
 /// stored` counts records the engine refused, `late` records refused
-/// because they were older than their source's newest stored record; the
+/// because they were older than their source's newest stored record and
+/// no late sibling could take them, `late stored` records that old stored
+/// at their own time in a late sibling (`source_state`); the
 /// OTLP counts are items acknowledged and refused in partial-success
 /// responses, and requests told to retry later; `received` includes every
 /// OTLP item received; `connections open` is the sum over the listeners
@@ -21,7 +23,7 @@ use crate::counters::Counters;
 /// the previous line.
 pub struct Progress {
     counters: Arc<Counters>,
-    last: [u64; 13],
+    last: [u64; 14],
 }
 
 impl Progress {
@@ -29,7 +31,7 @@ impl Progress {
     pub fn new(counters: Arc<Counters>) -> Self {
         Progress {
             counters,
-            last: [0; 13],
+            last: [0; 14],
         }
     }
 
@@ -51,16 +53,18 @@ impl Progress {
             Counters::get(&counters.write.points_refused),
             Counters::get(&counters.write.refused_late),
             Counters::get(&counters.write.bad_lines),
+            Counters::get(&counters.records_late_stored),
         ];
         let open: usize = counters.gates.all().iter().map(|g| g.open()).sum();
         println!(
-            "Records received: {}, dropped: {}, total received {} dropped {}, not stored {}, late {}, otlp accepted {} rejected {} throttled {}, connections open {} refused {} closed idle {}, write points stored {} refused {} late {} bad lines {}",
+            "Records received: {}, dropped: {}, total received {} dropped {}, not stored {}, late {}, late stored {}, otlp accepted {} rejected {} throttled {}, connections open {} refused {} closed idle {}, write points stored {} refused {} late {} bad lines {}",
             now[0] - last[0],
             now[1] - last[1],
             now[0],
             now[1],
             now[2] - last[2],
             now[3] - last[3],
+            now[13] - last[13],
             now[4] - last[4],
             now[5] - last[5],
             now[6] - last[6],

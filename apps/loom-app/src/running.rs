@@ -80,8 +80,12 @@ pub struct Summary {
     pub ingested: u64,
     /// Records the engine refused.
     pub not_stored: u64,
-    /// Records refused as late (older than their source's newest record).
+    /// Records refused as late (older than their source's newest record,
+    /// and no late sibling could take them).
     pub late: u64,
+    /// Records older than their source's newest record stored at their
+    /// own time in a late sibling (also in `ingested`).
+    pub late_stored: u64,
     /// Connections closed for a bad frame.
     pub bad_connections: u64,
     /// Connections refused for their token.
@@ -199,6 +203,7 @@ impl Summary {
             ingested: Counters::get(&c.records_ingested),
             not_stored: Counters::get(&c.records_refused),
             late: Counters::get(&c.records_late),
+            late_stored: Counters::get(&c.records_late_stored),
             bad_connections: Counters::get(&c.recv.bad_connections),
             auth_refused: Counters::get(&c.recv.auth_refused),
             series_refused: c.series.refused(),
@@ -267,7 +272,7 @@ fn print_final(cli: &Cli, c: &Counters, data_us: u64, wall: Duration) {
     let received = Counters::get(&c.recv.records_received);
     let dropped = Counters::get(&c.recv.records_dropped);
     println!(
-        "Final: records received {received}, dropped {dropped} ({:.3} %), ingested {}, not stored {}, not ingested after ingest stopped {}, batches received {} dropped {}, connections {} (bad {}, refused for their token {}, refused over --max-connections {}, closed idle or too slow {}), series {} of at most {} (refused {}), late refused {}, duplicates {} (resent and stored once), persists failed {}, data time {:.3} s, wall {:.3} s",
+        "Final: records received {received}, dropped {dropped} ({:.3} %), ingested {}, not stored {}, not ingested after ingest stopped {}, batches received {} dropped {}, connections {} (bad {}, refused for their token {}, refused over --max-connections {}, closed idle or too slow {}), series {} of at most {} (refused {}), late refused {}, late stored at their own time {}, duplicates {} (resent and stored once), persists failed {}, data time {:.3} s, wall {:.3} s",
         drop_percent(dropped, received),
         Counters::get(&c.records_ingested),
         Counters::get(&c.records_refused),
@@ -283,6 +288,7 @@ fn print_final(cli: &Cli, c: &Counters, data_us: u64, wall: Duration) {
         c.series.max(),
         c.series.refused(),
         Counters::get(&c.records_late),
+        Counters::get(&c.records_late_stored),
         Counters::get(&c.recv.duplicate_records) + Counters::get(&c.records_duplicate),
         Counters::get(&c.persist_failures),
         data_us as f64 / 1e6,
@@ -302,13 +308,14 @@ fn print_final(cli: &Cli, c: &Counters, data_us: u64, wall: Duration) {
     println!("Final /write: {}", labelled.join(", "));
     if cli.machine_output {
         println!(
-            "STATS received={received} dropped={dropped} ingested={} not_stored={} bad_connections={} auth_refused={} series_refused={} late={} duplicates={}{}",
+            "STATS received={received} dropped={dropped} ingested={} not_stored={} bad_connections={} auth_refused={} series_refused={} late={} late_stored={} duplicates={}{}",
             Counters::get(&c.records_ingested),
             Counters::get(&c.records_refused),
             Counters::get(&c.recv.bad_connections),
             Counters::get(&c.recv.auth_refused),
             c.series.refused(),
             Counters::get(&c.records_late),
+            Counters::get(&c.records_late_stored),
             Counters::get(&c.recv.duplicate_records) + Counters::get(&c.records_duplicate),
             write
                 .iter()

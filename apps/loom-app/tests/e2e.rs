@@ -21,7 +21,8 @@ const T1: u64 = 15_000_000;
 #[derive(Default)]
 struct Truth {
     total: u64,
-    /// Records older than their source's newest earlier record (in file order).
+    /// Records older than their source's newest earlier record (in file
+    /// order): stored late, at their own time, without a reorder window.
     late: u64,
     kv_reads: Vec<u64>,
     pread: Vec<u64>,
@@ -29,15 +30,10 @@ struct Truth {
     slow_reads: u64,
 }
 
+/// Brute force over every record of the recording, each at its own time;
+/// `late` counts those older than their source's newest earlier one in
+/// file order.
 fn brute_force(path: &std::path::Path) -> Truth {
-    brute_force_storing(path, false)
-}
-
-/// Brute force over what a store keeps of the recording sent in file
-/// order: everything, or (`refuse_late`, no reorder window) every record
-/// but those older than their source's newest earlier one, which are
-/// counted as late.
-fn brute_force_storing(path: &std::path::Path, refuse_late: bool) -> Truth {
     let mut t = Truth::default();
     let mut newest: HashMap<u64, u64> = HashMap::new();
     for b in RecordingReader::open(path).expect("open recording") {
@@ -46,9 +42,8 @@ fn brute_force_storing(path: &std::path::Path, refuse_late: bool) -> Truth {
         for r in &b.records {
             let ts = r.timestamp_us();
             let n = newest.entry(r.source_id()).or_default();
-            if refuse_late && ts < *n {
+            if ts < *n {
                 t.late += 1;
-                continue;
             }
             *n = (*n).max(ts);
             if !(T0..=T1).contains(&ts) {
@@ -274,18 +269,25 @@ fn interleaved_batches_keep_exact_event_times_with_the_reorder_stage() {
     w.finish().expect("finish");
     let truth = brute_force(&rec);
 
-    let stats_of = |lines: &[String]| -> (String, HashMap<String, HashMap<String, String>>) {
+    // (late refused, late stored) from the Final: line, and the answers.
+    type Answers = HashMap<String, HashMap<String, String>>;
+    let stats_of = |lines: &[String]| -> ((String, String), Answers) {
         let fin = lines
             .iter()
             .find(|l| l.starts_with("Final: "))
             .cloned()
             .unwrap_or_default();
-        let late = fin
-            .split("late refused ")
-            .nth(1)
-            .and_then(|s| s.split(',').next())
-            .unwrap_or("?")
-            .to_string();
+        let after = |label: &str| {
+            fin.split(label)
+                .nth(1)
+                .and_then(|s| s.split(',').next())
+                .unwrap_or("?")
+                .to_string()
+        };
+        let late = (
+            after("late refused "),
+            after("late stored at their own time "),
+        );
         let answers = lines
             .iter()
             .filter(|l| l.starts_with("ANSWER "))
@@ -309,36 +311,42 @@ fn interleaved_batches_keep_exact_event_times_with_the_reorder_stage() {
         }
     };
     // Without the stage the disorder shows: records later than their
-    // source's newest are refused as late, exactly those, and every other
-    // record answers the windowed questions at its own time.
+    // source's newest are stored late, exactly those, each at its own
+    // time, so every record answers the windowed questions exactly.
     let off = answers_for(
         &shuffled,
         &dir.path().join("s0"),
         &["--reorder-window-ms", "0"],
     );
-    let kept = brute_force_storing(&shuffled, true);
+    let sent = brute_force(&shuffled);
     assert!(
-        kept.late > 0,
+        sent.late > 0,
         "the interleaved recording is not out of order"
     );
     let (late_off, answers) = stats_of(&off);
-    assert_eq!(late_off, kept.late.to_string(), "{off:?}");
-    check(&answers, &kept);
-    // With it every record keeps its time, and the answers are exact.
+    assert_eq!(
+        late_off,
+        ("0".to_string(), sent.late.to_string()),
+        "{off:?}"
+    );
+    check(&answers, &truth);
+    // With it every record keeps its time in its series, none is late,
+    // and the answers are exact.
     let on = answers_for(
         &shuffled,
         &dir.path().join("s1"),
         &["--reorder-window-ms", "2000"],
     );
     let (late_on, answers) = stats_of(&on);
-    assert_eq!(late_on, "0", "{on:?}");
+    assert_eq!(late_on, ("0".to_string(), "0".to_string()), "{on:?}");
     check(&answers, &truth);
 
     // Records far later than the window, made on purpose: a batch from
     // inside the query window sent again after everything else. Each is
-    // refused and counted as late; the windowed answers stay exact (stored
-    // at their own time they would count twice) and nothing more is
-    // ingested (stored at another time they would add to it).
+    // stored late at its own time: the windowed answers are brute force
+    // over everything sent (the batch counts twice), none is refused, and
+    // ingested counts each record sent once (stored at another time
+    // besides, the answers would differ).
     let stale = batches
         .iter()
         .find(|b| {
@@ -376,12 +384,23 @@ fn interleaved_batches_keep_exact_event_times_with_the_reorder_stage() {
         &["--reorder-window-ms", "500"],
     );
     let (late_count, answers) = stats_of(&late);
-    assert_eq!(late_count, stale.records.len().to_string(), "{late:?}");
-    check(&answers, &truth);
-    let ingested = late
+    assert_eq!(
+        late_count,
+        ("0".to_string(), stale.records.len().to_string()),
+        "{late:?}"
+    );
+    let with = brute_force(&with_stale);
+    assert!(
+        with.kv_reads.len() + with.pread.len() > truth.kv_reads.len() + truth.pread.len(),
+        "the stale batch is in the window"
+    );
+    check(&answers, &with);
+    let stats = late
         .iter()
         .find(|l| l.starts_with("STATS "))
-        .map(|l| fields(l)["ingested"].clone())
+        .map(|l| fields(l))
         .unwrap_or_default();
-    assert_eq!(ingested, truth.total.to_string(), "{late:?}");
+    assert_eq!(stats["ingested"], with.total.to_string(), "{late:?}");
+    assert_eq!(stats["late_stored"], stale.records.len().to_string());
+    assert_eq!(stats["late"], "0");
 }

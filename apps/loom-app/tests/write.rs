@@ -4,7 +4,7 @@
 //! Debian's influxd and to loom-app; the answers' status and error shape
 //! agree, and every point reads back through `/query` the same from both.
 //! Loom's own rules (booleans refused, sub-µs times refused, late points
-//! refused and counted, the token) are checked on loom-app alone.
+//! stored at their own time, the token) are checked on loom-app alone.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -333,8 +333,8 @@ fn not_utf8_lines(iurl: &str, loom: &str) {
 }
 
 /// Loom's own rules, on loom-app alone: booleans and sub-µs times refused
-/// point by point, a point too late for the reorder window refused and
-/// counted (never stored at another time), unsigned integers kept, the
+/// point by point, a point too late for the reorder window stored at its
+/// own time (never at another), unsigned integers kept, the
 /// database required, unknown precisions and encodings refused, the token
 /// asked for.
 #[test]
@@ -394,62 +394,82 @@ fn loom_rules_for_points_it_cannot_store_as_sent() {
             && e.ends_with("dropped=2"),
         "{e}"
     );
+    late_point_is_stored_at_its_own_time(&url, auth);
+    counted_on_stats_and_final_lines(app, &url, auth);
+}
+
+/// The values of the first series `s` answers on loom-app at `url` (epoch s).
+fn values(url: &str, auth: &str, s: &str) -> Value {
+    let o = Command::new("curl")
+        .args(["-s", "-H", auth, "-G", &format!("{url}/query")])
+        .args([
+            "--data-urlencode",
+            &format!("q={s}"),
+            "--data-urlencode",
+            "epoch=s",
+        ])
+        .output()
+        .expect("curl");
+    serde_json::from_slice::<Value>(&o.stdout).expect("json")["results"][0]["series"][0]["values"]
+        .clone()
+}
+
+/// A point too late for the reorder window is stored at its own time (in
+/// a late sibling of its series), found there by windowed questions, and
+/// its series is listed once; the flags points written before read back.
+fn late_point_is_stored_at_its_own_time(url: &str, auth: &str) {
     // Late: the series' newest stored point is at 100 s; once the window
-    // has released it, a point at 50 s is refused, never stored elsewhere.
+    // has released it, a point at 50 s is stored at its own time (in a
+    // late sibling of the series), never elsewhere.
     assert_eq!(
-        write(&url, "db=lp&precision=s", b"late,h=a v=1 100", &[auth]).0,
+        write(url, "db=lp&precision=s", b"late,h=a v=1 100", &[auth]).0,
         204
     );
     std::thread::sleep(Duration::from_millis(1500));
     let (status, text) = write(
-        &url,
+        url,
         "db=lp&precision=s",
         b"late,h=a v=2 50\nlate,h=a v=3 101",
         &[auth],
     );
-    assert_eq!(status, 400);
-    let e = error_text(&text);
-    assert!(
-        e.contains("older than their series' newest stored record") && e.ends_with("dropped=1"),
-        "{e}"
-    );
+    assert_eq!(status, 204, "{text}");
 
     let deadline = Instant::now() + Duration::from_secs(10);
-    let q = |s: &str| {
-        let o = Command::new("curl")
-            .args(["-s", "-H", auth, "-G", &format!("{url}/query")])
-            .args([
-                "--data-urlencode",
-                &format!("q={s}"),
-                "--data-urlencode",
-                "epoch=s",
-            ])
-            .output()
-            .expect("curl");
-        serde_json::from_slice::<Value>(&o.stdout).expect("json")["results"][0]["series"][0]
-            ["values"]
-            .clone()
-    };
+    let q = |s: &str| values(url, auth, s);
     loop {
         let flags = q("SELECT v FROM flags");
         let late = q("SELECT v FROM late");
         let want_flags =
             serde_json::json!([[1700000000, 1], [1700000000, 18446744073709551615u64]]);
-        let want_late = serde_json::json!([[100, 1.0], [101, 3.0]]);
+        let want_late = serde_json::json!([[50, 2.0], [100, 1.0], [101, 3.0]]);
         if flags == want_flags && late == want_late {
             break;
         }
         assert!(Instant::now() < deadline, "flags {flags}, late {late}");
         std::thread::sleep(Duration::from_millis(200));
     }
-    counted_on_stats_and_final_lines(app, &url, auth);
+    // Windowed questions find the late point at its own time, once.
+    let around = "FROM late WHERE time >= 40s AND time <= 60s";
+    assert_eq!(
+        q(&format!("SELECT count(v), max(v) {around}")),
+        serde_json::json!([[40, 1, 2.0]])
+    );
+    assert_eq!(
+        q("SELECT count(v) FROM late WHERE time >= 60s AND time <= 100s"),
+        serde_json::json!([[60, 1]])
+    );
+    assert_eq!(
+        q("SHOW SERIES FROM late"),
+        serde_json::json!([["late,h=a"]]),
+        "one series, its late sibling not listed"
+    );
 }
 
 /// `/write`'s counters on loom-app's `STATS` and `Final /write` lines, after
 /// the writes of [`loom_rules_for_points_it_cannot_store_as_sent`] and a
-/// field type conflict and a bad line beside a good one: 6 points stored;
-/// 4 refused (a boolean and a sub-µs time: not storable as sent; a late
-/// point; a type conflict); 1 line unable to parse.
+/// field type conflict and a bad line beside a good one: 7 points stored
+/// (a late one among them); 3 refused (a boolean and a sub-µs time: not
+/// storable as sent; a type conflict); 1 line unable to parse.
 fn counted_on_stats_and_final_lines(app: testing::App, url: &str, auth: &str) {
     let (status, text) = write(url, "db=lp", b"m v=2i 4000", &[auth]);
     assert!(
@@ -461,12 +481,12 @@ fn counted_on_stats_and_final_lines(app: testing::App, url: &str, auth: &str) {
     let end = app.stop();
     let stats = end.line("STATS ").expect("a STATS line");
     for want in [
-        "write_points_stored=6 ",
-        "write_points_refused=4 ",
+        "write_points_stored=7 ",
+        "write_points_refused=3 ",
         "write_refused_conflict=1 ",
         "write_refused_series_limit=0 ",
         "write_refused_unstorable=2 ",
-        "write_refused_late=1 ",
+        "write_refused_late=0 ",
         "write_bad_lines=1 ",
         "write_refused_not_stored=0",
     ] {
@@ -474,7 +494,68 @@ fn counted_on_stats_and_final_lines(app: testing::App, url: &str, auth: &str) {
     }
     let fin = end.line("Final /write:").expect("a Final /write line");
     assert!(
-        fin.contains("lines unable to parse 1, points stored 6, points refused 4, refused for a field conflict 1, refused over the series limit 0, refused as not storable as sent 2, refused late 1, refused by the engine 0"),
+        fin.contains("lines unable to parse 1, points stored 7, points refused 3, refused for a field conflict 1, refused over the series limit 0, refused as not storable as sent 2, refused late 0, refused by the engine 0"),
+        "{fin}"
+    );
+}
+
+/// Points later than the reorder window, made on purpose, are stored at
+/// their own time (two late siblings: 40 s comes after 50 s), found by
+/// windowed count, max and raw rows as brute force over the points sent
+/// says, before and after a SIGKILL and restart; a late point after the
+/// restart joins the sibling found again; the series is listed once.
+#[test]
+fn late_points_are_stored_at_their_own_time_across_a_sigkill() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = dir.path().join("store");
+    let (mut app, url) = start_loom(&store, &[]);
+    let lp = "db=lp&precision=s";
+    assert_eq!(write(&url, lp, b"lat,h=a v=1 100", &[]).0, 204);
+    std::thread::sleep(Duration::from_millis(1500));
+    let body = b"lat,h=a v=2 50\nlat,h=a v=3 40\nlat,h=a v=4 101";
+    assert_eq!(write(&url, lp, body, &[]).0, 204);
+    let mut sent: Vec<(u64, f64)> = vec![(100, 1.0), (50, 2.0), (40, 3.0), (101, 4.0)];
+    let check = |url: &str, sent: &[(u64, f64)]| {
+        let q = |s: &str| values(url, "Accept: application/json", s);
+        let mut rows = sent.to_vec();
+        rows.sort_by_key(|p| p.0);
+        let want = serde_json::json!(rows);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while q("SELECT v FROM lat") != want {
+            assert!(Instant::now() < deadline, "{}", q("SELECT v FROM lat"));
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        for (t0, t1) in [(30u64, 60u64), (45, 100), (0, 200)] {
+            let inside: Vec<f64> = rows
+                .iter()
+                .filter(|p| (t0..=t1).contains(&p.0))
+                .map(|p| p.1)
+                .collect();
+            let max = inside.iter().copied().fold(f64::MIN, f64::max);
+            assert_eq!(
+                q(&format!(
+                    "SELECT count(v), max(v) FROM lat WHERE time >= {t0}s AND time <= {t1}s"
+                )),
+                serde_json::json!([[t0, inside.len(), max]]),
+                "[{t0} s, {t1} s]"
+            );
+        }
+        assert_eq!(q("SHOW SERIES FROM lat"), serde_json::json!([["lat,h=a"]]));
+    };
+    check(&url, &sent);
+    app.process.kill();
+    drop(app);
+    let (app, url) = start_loom(&store, &[]);
+    check(&url, &sent);
+    assert_eq!(write(&url, lp, b"lat,h=a v=5 45", &[]).0, 204);
+    sent.push((45, 5.0));
+    check(&url, &sent);
+    let end = app.stop();
+    let fin = end.line("Final: ").expect("a Final: line");
+    // (What the intake log gives back after the kill is stored again only
+    // where the crash lost it, so the late count of this run is not fixed.)
+    assert!(
+        fin.contains("late refused 0, late stored at their own time "),
         "{fin}"
     );
 }

@@ -77,6 +77,47 @@ fn storage_lines(
     Ok(())
 }
 
+/// One series' entry: its tags, fields, index, record counts and time span.
+fn series_entry(
+    out: &mut String,
+    snap: &loom::Snapshot,
+    id: loom::SourceId,
+    s: &loom::SourceSchema,
+) -> anyhow::Result<()> {
+    let tags: Vec<String> = s.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let fields: Vec<String> = s
+        .fields
+        .iter()
+        .map(|f| format!("{}:{:?}", f.name, f.ty).to_lowercase())
+        .collect();
+    let index = s.index.as_ref().map_or("none".to_string(), |ix| {
+        format!(
+            "{} (bins from {} every {}, {} bins)",
+            ix.field, ix.min, ix.interval, ix.n_bins
+        )
+    });
+    let span = snap.time_span(id).map_or("empty".to_string(), |(a, b)| {
+        format!(
+            "{} .. {} ({:.3} s)",
+            influxql::rfc3339(i128::from(a) * 1000),
+            influxql::rfc3339(i128::from(b) * 1000),
+            b.saturating_sub(a) as f64 / 1e6
+        )
+    });
+    writeln!(
+        out,
+        "{}{}{} [source {}]\n  fields: {}\n  index: {index}\n  records: {} retained of {} written\n  time: {span}",
+        s.measurement,
+        if tags.is_empty() { "" } else { "," },
+        tags.join(","),
+        id.0,
+        fields.join(", "),
+        snap.retained_count(id),
+        snap.record_count(id),
+    )?;
+    Ok(())
+}
+
 /// A text description of the store at `dir` (opened read-only).
 pub fn describe(dir: &Path) -> anyhow::Result<String> {
     let reader = loom::open_read_only(dir)
@@ -86,43 +127,34 @@ pub fn describe(dir: &Path) -> anyhow::Result<String> {
     let mut costs: BTreeMap<String, Cost> = BTreeMap::new();
     let mut schemas = snap.schemas();
     schemas.sort_by(|a, b| (&a.1.measurement, &a.1.tags).cmp(&(&b.1.measurement, &b.1.tags)));
+    // A series' late siblings (records later than the reorder window,
+    // stored at their own times) are listed under their series, not as
+    // series of their own.
+    let siblings = loom::late_siblings(schemas.iter().copied());
+    let mut late_of: BTreeMap<loom::SourceId, Vec<loom::SourceId>> = BTreeMap::new();
+    for (sib, (base, _)) in &siblings {
+        late_of.entry(*base).or_default().push(*sib);
+    }
     for (id, s) in &schemas {
-        let tags: Vec<String> = s.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let fields: Vec<String> = s
-            .fields
-            .iter()
-            .map(|f| format!("{}:{:?}", f.name, f.ty).to_lowercase())
-            .collect();
-        let index = s.index.as_ref().map_or("none".to_string(), |ix| {
-            format!(
-                "{} (bins from {} every {}, {} bins)",
-                ix.field, ix.min, ix.interval, ix.n_bins
-            )
-        });
-        let span = snap.time_span(*id).map_or("empty".to_string(), |(a, b)| {
-            format!(
-                "{} .. {} ({:.3} s)",
-                influxql::rfc3339(i128::from(a) * 1000),
-                influxql::rfc3339(i128::from(b) * 1000),
-                b.saturating_sub(a) as f64 / 1e6
-            )
-        });
-        writeln!(
-            out,
-            "{}{}{} [source {}]\n  fields: {}\n  index: {index}\n  records: {} retained of {} written\n  time: {span}",
-            s.measurement,
-            if tags.is_empty() { "" } else { "," },
-            tags.join(","),
-            id.0,
-            fields.join(", "),
-            snap.retained_count(*id),
-            snap.record_count(*id),
-        )?;
         if let Some(u) = snap.storage_use(*id) {
             let c = costs.entry(s.measurement.clone()).or_default();
             c.records += u.records;
             c.chunk_bytes += u.chunk_bytes;
             c.stored_bytes += u.stored_bytes;
+        }
+        if siblings.contains_key(id) {
+            continue;
+        }
+        series_entry(&mut out, &snap, *id, s)?;
+        if let Some(sibs) = late_of.get(id) {
+            let (kept, written) = sibs.iter().fold((0, 0), |(k, w), sib| {
+                (k + snap.retained_count(*sib), w + snap.record_count(*sib))
+            });
+            writeln!(
+                out,
+                "  late records (older than the series' newest when they came, stored at their own times in {} late siblings): {kept} retained of {written} written",
+                sibs.len()
+            )?;
         }
     }
     for id in snap.sources() {
@@ -149,7 +181,7 @@ pub fn describe(dir: &Path) -> anyhow::Result<String> {
         out,
         "store {}: {} series, {records} records, {:.1} MB on disk (allocated, every file), {:.2} bytes/record",
         dir.display(),
-        schemas.len(),
+        schemas.len() - siblings.len(),
         allocated as f64 / 1e6,
         if records == 0 { 0.0 } else { allocated as f64 / records as f64 }
     )?;
@@ -172,4 +204,42 @@ pub fn describe(dir: &Path) -> anyhow::Result<String> {
         m.cache_budget as f64 / 1e6
     )?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loom::{FieldDef, FieldType, SourceId, SourceSchema};
+
+    /// A late sibling is listed under its series, with its records, and
+    /// the store counts one series.
+    #[test]
+    fn late_siblings_are_listed_under_their_series() {
+        let dir = tempfile::tempdir().unwrap();
+        let schema = SourceSchema {
+            measurement: "kv".into(),
+            tags: vec![("op".into(), "read".into())],
+            fields: vec![FieldDef::new("v", 0, FieldType::U64)],
+            index: None,
+        };
+        let base = SourceId(7);
+        let sib = loom::late_sibling_id(base, 1);
+        let (mut w, _) = loom::open(dir.path(), loom::Config::default()).unwrap();
+        let h = w.declare(base, schema.clone()).unwrap();
+        let hs = w.declare(sib, schema).unwrap();
+        for ts in [10u64, 20, 30] {
+            w.push(h, ts, &ts.to_le_bytes()).unwrap();
+        }
+        for ts in [15u64, 25] {
+            w.push(hs, ts, &ts.to_le_bytes()).unwrap();
+        }
+        w.close().unwrap();
+        let text = describe(dir.path()).unwrap();
+        assert_eq!(text.matches("kv,op=read [source").count(), 1, "{text}");
+        assert!(
+            text.contains("stored at their own times in 1 late siblings): 2 retained of 2 written"),
+            "{text}"
+        );
+        assert!(text.contains(": 1 series, 5 records"), "{text}");
+    }
 }

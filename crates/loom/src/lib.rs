@@ -45,6 +45,7 @@ mod error;
 pub mod fuzz;
 mod gate;
 mod index;
+mod late;
 mod log;
 mod priority;
 mod query;
@@ -59,6 +60,7 @@ mod writer;
 pub use config::{Config, FlushMode};
 pub use error::{Error, Result};
 pub use gate::{Admission, ConnectionGate};
+pub use late::{late_sibling_id, late_siblings, MAX_LATE_GENERATIONS};
 /// The chunk encoder, current and reference, for `make encode-bench`.
 #[doc(hidden)]
 pub use log::codec::bench as codec_bench;

@@ -9,6 +9,12 @@ use super::{Ingest, Tally, TimestampMode};
 use crate::reorder::{Timed, WireRecord};
 use crate::sources::schema_of;
 
+/// Beyond the reorder window, how far before a resumed series' stored end
+/// an acknowledged sender's resent records count as stored in time order
+/// (unacknowledged frames are the last second or so a sender sent); older
+/// resent records are looked up in the store (they came late).
+const RESEND_RECENT_US: u64 = 2_000_000;
+
 impl Ingest {
     /// The slot of source `key` under the tags of `ctx`, declared on first
     /// sight.
@@ -119,7 +125,13 @@ impl Ingest {
             };
             if ctx.wall_clock {
                 let ts = raw::event_time(kind, body);
-                if ctx.acked && self.sources.get_mut(i).is_some_and(|s| s.held_before(ts)) {
+                let recent = self.cfg.reorder_window_us.saturating_add(RESEND_RECENT_US);
+                if ctx.acked
+                    && self
+                        .sources
+                        .get_mut(i)
+                        .is_some_and(|s| s.held_before(&self.writer, ts, body, recent))
+                {
                     t.duplicates += 1;
                     continue;
                 }
@@ -137,14 +149,12 @@ impl Ingest {
     }
 
     /// A record at its event time: into the reorder stage when it is on,
-    /// else pushed.
+    /// else pushed. A record late already (older than its source's newest
+    /// stored one) goes through the stage too: released with the next
+    /// release, sorted with the other late records of its group, into a
+    /// late sibling at its own time (see [`Source::push`](crate::source_state::Source::push)).
     #[inline]
     fn place(&mut self, slot: usize, ts: u64, kind: telemetry::Kind, body: &[u8], t: &mut Tally) {
-        // Late now means late at release too: refuse it here.
-        if self.reorder.is_some() && self.sources.get_mut(slot).is_some_and(|s| ts < s.last_ts()) {
-            t.late += 1;
-            return;
-        }
         match self.reorder.as_mut() {
             Some(stage) => {
                 t.held_max = t.held_max.max(ts);

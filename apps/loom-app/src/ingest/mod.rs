@@ -4,8 +4,10 @@
 //! data durable every persist interval.
 //!
 //! A record's time is its own: a record older than its source's newest
-//! stored record (it came later than the reorder window allows) is refused
-//! and counted as `late`, never stored at another time. With durable
+//! stored record (it came later than the reorder window allows) is stored
+//! at its own time in a late sibling of its source and counted as `late
+//! stored` (`source_state`); only past the bound of late siblings is it
+//! refused and counted as `late`, never stored at another time. With durable
 //! acknowledgements, OTLP requests are logged raw in the intake log by
 //! their handlers and `/write` records by this thread (see `intake_log`),
 //! so that their requests can be answered once durable.
@@ -216,7 +218,7 @@ impl Ingest {
                 let source = if stored {
                     self.resumed(handle, SourceId(id))
                 } else {
-                    Source::new(handle, 0)
+                    Source::new(SourceId(id), handle, 0)
                 };
                 Some(self.sources.insert(id, key, source))
             }
@@ -237,8 +239,10 @@ impl Ingest {
     fn resumed(&self, handle: loom::SourceHandle, id: SourceId) -> Source {
         let reader = self.writer.reader();
         match reader.snapshot().latest_timestamp(id) {
-            Some(last) => Source::resumed(handle, last, reader.count(id, last, last).unwrap_or(0)),
-            None => Source::new(handle, 0),
+            Some(last) => {
+                Source::resumed(id, handle, last, reader.count(id, last, last).unwrap_or(0))
+            }
+            None => Source::new(id, handle, 0),
         }
     }
 
@@ -367,6 +371,8 @@ impl Ingest {
         let c = &self.counters;
         c.records_ingested.fetch_add(t.ingested, Ordering::Relaxed);
         c.records_late.fetch_add(t.late, Ordering::Relaxed);
+        c.records_late_stored
+            .fetch_add(t.late_stored, Ordering::Relaxed);
         c.records_duplicate
             .fetch_add(t.duplicates, Ordering::Relaxed);
         c.records_refused.fetch_add(t.refused, Ordering::Relaxed);

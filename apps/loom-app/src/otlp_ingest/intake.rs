@@ -296,7 +296,10 @@ impl Intake {
 
 /// Why `n` records were refused as late, as a partial-success reason.
 pub fn late_reason(n: u64) -> String {
-    format!("{n} items older than their series' newest stored record (later than --otlp-reorder-window-ms allows)")
+    format!(
+        "{n} items older than their series' newest stored record and than the newest of each of its {} late siblings (later than --otlp-reorder-window-ms allows; a record's time is never moved)",
+        loom::MAX_LATE_GENERATIONS
+    )
 }
 
 /// Why `n` records were not stored for other reasons.

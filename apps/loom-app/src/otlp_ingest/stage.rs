@@ -4,11 +4,12 @@
 //! `--timestamps` says) and pushes them in time order per series.
 //!
 //! A record older than its series' newest stored record came later than
-//! the window allowed: it is refused and counted as late when the request
-//! is taken, so the request's answer reports it, and never stored at
-//! another time. A record not older than that is never refused later: the
-//! stage releases each series in time order, so nothing newer of its
-//! series can be stored before it.
+//! the window allowed: it goes through the stage like any other and is
+//! stored at its own time in a late sibling of its series
+//! (`source_state`). Only one no sibling can take (all
+//! `loom::MAX_LATE_GENERATIONS` hold newer records) is refused and counted
+//! as late, when the request is taken, so the request's answer reports it;
+//! none is stored at another time.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -57,8 +58,8 @@ impl OtlpStage {
 
     /// Declares the series of one request's records and keeps those that
     /// can be stored at their own time: records of a series that cannot be
-    /// declared are counted as skipped, late ones (older than their
-    /// series' newest stored record) as late.
+    /// declared are counted as skipped, late ones no late sibling can take
+    /// as late.
     pub fn admit(
         &mut self,
         w: &mut Writer,
@@ -72,8 +73,8 @@ impl OtlpStage {
         let before = records.len();
         records.retain(|r| {
             self.series
-                .get(&r.source)
-                .is_some_and(|s| r.time_us >= s.last_ts())
+                .get_mut(&r.source)
+                .is_some_and(|s| !s.refused_as_late(w, r.time_us))
         });
         t.late += (before - records.len()) as u64;
         records
@@ -113,9 +114,11 @@ impl OtlpStage {
     }
 
     /// Records an earlier run logged and did not store: each goes through
-    /// the window again unless its series already holds a record at its
-    /// time or later (stored before the crash). Returns how many are taken,
-    /// and what was stored of them now.
+    /// the window again unless the store holds it already: its series
+    /// holds a record at its time or later (stored in time order before
+    /// the crash), or, for a record older than the series' newest, the
+    /// series or a late sibling holds it at its time with the same bytes.
+    /// Returns how many are taken, and what was stored of them now.
     pub fn replay(
         &mut self,
         w: &mut Writer,
@@ -134,9 +137,10 @@ impl OtlpStage {
         for (file, mut records) in by_file {
             self.declare_new(w, &records);
             records.retain(|r| {
-                self.series
-                    .get(&r.source)
-                    .is_some_and(|s| r.time_us > s.last_ts())
+                self.series.get_mut(&r.source).is_some_and(|s| {
+                    r.time_us > s.last_ts()
+                        || (r.time_us < s.last_ts() && !s.holds(w, r.time_us, &r.bytes))
+                })
             });
             taken += records.len() as u64;
             log.replayed(file, records.len() as u64);
@@ -209,7 +213,7 @@ impl OtlpStage {
                     // A reopened store's series continues after its newest
                     // record (the engine refuses older times).
                     let last_ts = reader.latest_timestamp(id).unwrap_or(0);
-                    self.series.insert(id.0, Source::new(handle, last_ts));
+                    self.series.insert(id.0, Source::new(id, handle, last_ts));
                 }
                 Err(e) => {
                     self.log_error(format_args!("cannot declare series {name}: {e}"));
