@@ -11,6 +11,95 @@ pub(crate) struct BinSummary {
     pub min: u64,
     pub max: u64,
     pub sum: u128,
+    /// Per-value counts of a narrow bin ([`FineLayout`]), or 0 when not
+    /// kept (a wide bin, an overflow bin, a count too large for its slot,
+    /// or one `exact_values` answers anyway). It sits in what was padding
+    /// (the `u128` aligns the struct to 16 bytes): still 48 bytes.
+    pub fine: u64,
+}
+
+// Summaries are held by the hundred million: the per-value counts must
+// not grow them.
+const _: () = assert!(std::mem::size_of::<BinSummary>() == 48);
+
+/// Widest bin (`interval`) whose summaries keep per-value counts.
+pub(crate) const FINE_MAX_INTERVAL: u64 = 16;
+
+/// A count slot overflowed while summarising: the counts are unknown.
+const FINE_FULL: u64 = u64::MAX;
+
+/// How a narrow range index packs per-value counts into
+/// [`BinSummary::fine`]: a regular bin holds `interval` values
+/// (`lo..lo + interval`), and value `lo + k` has a slot of `bits` bits at
+/// bit `k · bits`, `bits = 63 / interval` (6 for kv's 10 µs bins: up to
+/// 63 records of one value per chunk). The top bit is never used, so
+/// [`FINE_FULL`] is no valid packing.
+///
+/// A percentile's rank bin is touched by nearly every chunk of a busy
+/// window with a handful of records each; with the counts the chunk's
+/// values in that bin are known exactly and the chunk is not decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FineLayout {
+    min: u64,
+    interval: u64,
+    n_bins: u32,
+    bits: u32,
+}
+
+impl FineLayout {
+    /// The layout of a range index, `None` when its bins are wider than
+    /// [`FINE_MAX_INTERVAL`].
+    pub(crate) fn new(min: u64, interval: u64, n_bins: u32) -> Option<Self> {
+        (1..=FINE_MAX_INTERVAL).contains(&interval).then(|| FineLayout {
+            min,
+            interval,
+            n_bins,
+            bits: 63 / interval as u32,
+        })
+    }
+
+    /// The smallest value of regular bin `bin`, `None` for the overflow
+    /// bins.
+    #[inline(always)]
+    fn lo(&self, bin: u32) -> Option<u64> {
+        if bin == 0 || bin > self.n_bins {
+            return None;
+        }
+        Some(self.min + u64::from(bin - 1) * self.interval)
+    }
+
+    /// Counts value `v` (in bin `bin`) in `fine`.
+    #[inline(always)]
+    pub(crate) fn add(&self, fine: &mut u64, bin: u32, v: u64) {
+        if *fine == FINE_FULL {
+            return;
+        }
+        let off = match self.lo(bin) {
+            Some(lo) if v >= lo && v - lo < self.interval => v - lo,
+            _ => {
+                *fine = FINE_FULL;
+                return;
+            }
+        };
+        let shift = off as u32 * self.bits;
+        let mask = (1u64 << self.bits) - 1;
+        if (*fine >> shift) & mask == mask {
+            *fine = FINE_FULL;
+        } else {
+            *fine += 1 << shift;
+        }
+    }
+
+    /// What a finished summary keeps: its counts when they are known and
+    /// needed (`exact_values` answers three values or fewer, and two
+    /// neighbours, without them), else 0.
+    pub(crate) fn kept(b: &BinSummary) -> u64 {
+        if b.fine == FINE_FULL || b.count <= 3 || b.max - b.min <= 1 {
+            0
+        } else {
+            b.fine
+        }
+    }
 }
 
 impl Default for BinSummary {
@@ -21,11 +110,50 @@ impl Default for BinSummary {
             min: u64::MAX,
             max: 0,
             sum: 0,
+            fine: 0,
         }
     }
 }
 
 impl BinSummary {
+    /// Every value of the summary in order, from its per-value counts
+    /// (`fine`, packed by `layout`), when it holds them and they agree
+    /// with its count, sum and extremes; `None` otherwise (the chunk must
+    /// be read). Exact: a disagreement (a summary built with another
+    /// layout, a damaged one) is never answered.
+    pub(crate) fn fine_values(&self, layout: &FineLayout, out: &mut Vec<u64>) -> Option<()> {
+        if self.fine == 0 || self.fine == FINE_FULL {
+            return None;
+        }
+        let lo = layout.lo(self.bin)?;
+        let mask = (1u64 << layout.bits) - 1;
+        let slot = |k: u64| (self.fine >> (k as u32 * layout.bits)) & mask;
+        let (mut n, mut sum) = (0u64, 0u128);
+        let (mut min, mut max) = (u64::MAX, 0u64);
+        for k in 0..layout.interval {
+            let c = slot(k);
+            if c > 0 {
+                let v = lo + k;
+                n += c;
+                sum += u128::from(v) * u128::from(c);
+                min = min.min(v);
+                max = max.max(v);
+            }
+        }
+        let agrees = n == u64::from(self.count)
+            && sum == self.sum
+            && min == self.min
+            && max == self.max
+            && self.fine >> (layout.interval as u32 * layout.bits) == 0;
+        if !agrees {
+            return None;
+        }
+        for k in 0..layout.interval {
+            out.extend(std::iter::repeat_n(lo + k, slot(k) as usize));
+        }
+        Some(())
+    }
+
     #[inline(always)]
     pub(crate) fn add(&mut self, v: u64) {
         self.count += 1;
@@ -112,7 +240,7 @@ impl BinSummary {
 
 #[cfg(test)]
 mod tests {
-    use super::BinSummary;
+    use super::{BinSummary, FineLayout};
 
     fn summary(values: &[u64]) -> BinSummary {
         let mut b = BinSummary::default();
@@ -163,7 +291,74 @@ mod tests {
             min: 10,
             max: 12,
             sum: 100,
+            fine: 0,
         };
         assert!(bad.exact_values(&mut Vec::new()).is_none());
+    }
+
+    /// Random multisets in one bin of narrow layouts: the per-value counts
+    /// give back exactly the sorted values whenever they are kept, they
+    /// are kept for every bin `exact_values` does not answer unless a
+    /// value repeats more than its slot holds, and a summary whose counts
+    /// disagree with its extremes is not answered.
+    #[test]
+    fn fine_values_are_the_values() {
+        use proptest::prelude::*;
+        let mut runner = proptest::test_runner::TestRunner::default();
+        let strat = (1u64..=16, 1u32..50, proptest::collection::vec(0u64..16, 1..200));
+        runner
+            .run(&strat, |(interval, bin, offs)| {
+                let layout = FineLayout::new(7, interval, 60).ok_or(TestCaseError::fail("layout"))?;
+                let lo = 7 + u64::from(bin - 1) * interval;
+                let mut vals: Vec<u64> = offs.iter().map(|o| lo + o % interval).collect();
+                let mut b = BinSummary { bin, ..BinSummary::default() };
+                for &v in &vals {
+                    b.add(v);
+                    layout.add(&mut b.fine, bin, v);
+                }
+                b.fine = FineLayout::kept(&b);
+                vals.sort_unstable();
+                let slot_max = (1usize << (63 / interval)) - 1;
+                let most = vals.chunk_by(|a, c| a == c).map(<[u64]>::len).max().unwrap_or(0);
+                let mut out = Vec::new();
+                let fine = b.fine_values(&layout, &mut out);
+                let exact = b.exact_values(&mut Vec::new()).is_some();
+                if fine.is_some() {
+                    prop_assert_eq!(&out, &vals);
+                } else {
+                    prop_assert!(out.is_empty());
+                    prop_assert!(exact || most > slot_max, "{:?} not answered", vals);
+                }
+                // Another layout's reading of the same counts is refused
+                // unless it reads the same values.
+                if let Some(other) = FineLayout::new(7, interval % 16 + 1, 60) {
+                    let mut o = Vec::new();
+                    if b.fine_values(&other, &mut o).is_some() {
+                        prop_assert_eq!(&o, &vals);
+                    }
+                }
+                Ok(())
+            })
+            .map_err(|e| e.to_string())
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    /// Overflow bins and values outside the bin never keep counts.
+    #[test]
+    fn fine_counts_only_for_regular_bins() {
+        let layout = FineLayout::new(100, 10, 5).expect("narrow");
+        assert!(FineLayout::new(0, 17, 5).is_none());
+        let mut f = 0;
+        layout.add(&mut f, 0, 3);
+        assert_eq!(f, super::FINE_FULL);
+        let mut f = 0;
+        layout.add(&mut f, 6, 150);
+        assert_eq!(f, super::FINE_FULL);
+        let mut f = 0;
+        layout.add(&mut f, 1, 110);
+        assert_eq!(f, super::FINE_FULL);
+        let mut f = 0;
+        layout.add(&mut f, 2, 110);
+        assert_eq!(f, 1);
     }
 }

@@ -64,6 +64,7 @@ pub use gate::{Admission, ConnectionGate};
 pub use log::codec::bench as codec_bench;
 pub use priority::lower_thread_priority;
 pub use query::percentile_rank as nearest_rank;
+pub use query::rank_chunks_decoded;
 pub use query::{Aggregate, CountResult, Extremes, IndexMode, ScanStats, WindowBins};
 pub use reader::Reader;
 pub use record_builder::{fixed_len, RecordBuilder};

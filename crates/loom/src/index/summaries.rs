@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use crate::bin_summary::BinSummary;
+use crate::bin_summary::{BinSummary, FineLayout};
 use crate::index::paged::{PagedBins, SummaryPages, SUMMARY_BYTES};
 use crate::index::state::IndexState;
 use crate::log::record::for_each_bytes;
@@ -364,6 +364,7 @@ impl Summariser {
         let acc = &mut self.acc;
         let touched = &mut self.touched;
         touched.clear();
+        let fine = state.fine;
         let r = for_each_bytes(payload, count, |b| {
             let v = state.value(b);
             let bin = state.bins.bin_of(v);
@@ -372,12 +373,17 @@ impl Summariser {
                     touched.push(bin);
                 }
                 slot.add(v);
+                if let Some(f) = &fine {
+                    f.add(&mut slot.fine, bin, v);
+                }
             }
         });
         touched.sort_unstable();
         for &bin in touched.iter() {
             let sm = std::mem::take(&mut acc[bin as usize]);
-            out.push(BinSummary { bin, ..sm });
+            let mut sm = BinSummary { bin, ..sm };
+            sm.fine = FineLayout::kept(&sm);
+            out.push(sm);
         }
         r.map_err(|e| e.to_string())
     }

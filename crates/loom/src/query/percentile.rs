@@ -12,6 +12,20 @@ use crate::query::window::Extremes;
 use crate::snapshot::{Snapshot, SourceView};
 use crate::source::SourceId;
 
+thread_local! {
+    /// Chunks this thread decoded to find a rank's value in its bin.
+    static DECODED_FOR_RANK: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many chunks the calling thread has decoded, since it started, to
+/// read the values of a percentile's (or rank's) bin: those whose
+/// summaries did not pin the bin's values down. Tests and benchmarks read
+/// it before and after a query; it is per thread, so queries on other
+/// threads do not disturb it.
+pub fn rank_chunks_decoded() -> u64 {
+    DECODED_FOR_RANK.with(|n| n.get())
+}
+
 /// 1-based nearest rank of quantile `q` among `n` values: `ceil(q * n)`,
 /// at least 1.
 pub fn nearest_rank(q: f64, n: u64) -> u64 {
@@ -123,12 +137,20 @@ impl Snapshot {
                     continue;
                 };
                 // A chunk inside the window whose bin summary pins its
-                // values down needs no reading (exact, see `exact_values`).
+                // values down needs no reading (exact, see `exact_values`
+                // and `fine_values`).
                 let inside = c.first_ts >= t0 && c.last_ts <= t1;
                 if inside && b.exact_values(values).is_some() {
                     continue;
                 }
+                if inside {
+                    let fine = ix.fine.as_ref();
+                    if fine.is_some_and(|f| b.fine_values(f, values).is_some()) {
+                        continue;
+                    }
+                }
             }
+            DECODED_FOR_RANK.with(|n| n.set(n.get() + 1));
             self.each_in_chunk(c.addr, t0, t1, |_, b| take(values, b))?;
         }
         self.each_in_tail(sv, t0, t1, |_, b| take(values, b))

@@ -27,6 +27,7 @@ fn bins() -> Vec<BinSummary> {
             min: 0,
             max: 0,
             sum: 0,
+            fine: 0,
         },
         BinSummary {
             bin: 9_999,
@@ -34,6 +35,7 @@ fn bins() -> Vec<BinSummary> {
             min: 99_990,
             max: u64::MAX,
             sum: u128::from(u64::MAX) + 99_990,
+            fine: 0x0123_4567_89ab_cdef,
         },
     ]
 }
