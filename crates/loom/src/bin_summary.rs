@@ -50,12 +50,14 @@ impl FineLayout {
     /// The layout of a range index, `None` when its bins are wider than
     /// [`FINE_MAX_INTERVAL`].
     pub(crate) fn new(min: u64, interval: u64, n_bins: u32) -> Option<Self> {
-        (1..=FINE_MAX_INTERVAL).contains(&interval).then(|| FineLayout {
-            min,
-            interval,
-            n_bins,
-            bits: 63 / interval as u32,
-        })
+        (1..=FINE_MAX_INTERVAL)
+            .contains(&interval)
+            .then(|| FineLayout {
+                min,
+                interval,
+                n_bins,
+                bits: 63 / interval as u32,
+            })
     }
 
     /// The smallest value of regular bin `bin`, `None` for the overflow
@@ -305,13 +307,21 @@ mod tests {
     fn fine_values_are_the_values() {
         use proptest::prelude::*;
         let mut runner = proptest::test_runner::TestRunner::default();
-        let strat = (1u64..=16, 1u32..50, proptest::collection::vec(0u64..16, 1..200));
+        let strat = (
+            1u64..=16,
+            1u32..50,
+            proptest::collection::vec(0u64..16, 1..200),
+        );
         runner
             .run(&strat, |(interval, bin, offs)| {
-                let layout = FineLayout::new(7, interval, 60).ok_or(TestCaseError::fail("layout"))?;
+                let layout =
+                    FineLayout::new(7, interval, 60).ok_or(TestCaseError::fail("layout"))?;
                 let lo = 7 + u64::from(bin - 1) * interval;
                 let mut vals: Vec<u64> = offs.iter().map(|o| lo + o % interval).collect();
-                let mut b = BinSummary { bin, ..BinSummary::default() };
+                let mut b = BinSummary {
+                    bin,
+                    ..BinSummary::default()
+                };
                 for &v in &vals {
                     b.add(v);
                     layout.add(&mut b.fine, bin, v);
@@ -319,7 +329,11 @@ mod tests {
                 b.fine = FineLayout::kept(&b);
                 vals.sort_unstable();
                 let slot_max = (1usize << (63 / interval)) - 1;
-                let most = vals.chunk_by(|a, c| a == c).map(<[u64]>::len).max().unwrap_or(0);
+                let most = vals
+                    .chunk_by(|a, c| a == c)
+                    .map(<[u64]>::len)
+                    .max()
+                    .unwrap_or(0);
                 let mut out = Vec::new();
                 let fine = b.fine_values(&layout, &mut out);
                 let exact = b.exact_values(&mut Vec::new()).is_some();

@@ -141,7 +141,11 @@ fn check(r: &Reader, model: &Model, c: &Case, ids: &[SourceId]) -> Result<(), Te
     for &(t0, t1) in &windows {
         let mut all: Vec<u64> = ids
             .iter()
-            .flat_map(|&id| model.window(id, t0, t1).map(|(_, _, b)| common::value_of(b)))
+            .flat_map(|&id| {
+                model
+                    .window(id, t0, t1)
+                    .map(|(_, _, b)| common::value_of(b))
+            })
             .collect();
         all.sort_unstable();
         let w = snap.window_many(ids, t0, t1, loom::Extremes::NONE)?;
@@ -178,7 +182,11 @@ proptest! {
 
 /// Chunks decoded to answer p99 of every aligned bucket, and the answers
 /// checked against sorting.
-fn decoded_for_buckets(r: &Reader, model: &Model, id: SourceId) -> Result<u64, Box<dyn std::error::Error>> {
+fn decoded_for_buckets(
+    r: &Reader,
+    model: &Model,
+    id: SourceId,
+) -> Result<u64, Box<dyn std::error::Error>> {
     let before = loom::rank_chunks_decoded();
     for k in 0..=model.max_ts() / PERIOD {
         let (t0, t1) = (k * PERIOD, (k + 1) * PERIOD - 1);

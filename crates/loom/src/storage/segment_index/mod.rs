@@ -225,7 +225,11 @@ fn walk(
     segment: u64,
     mut f: impl FnMut(&[u8]) -> Result<(), String>,
 ) -> Option<String> {
-    if bytes.len() < FILE_HEADER || ![MAGIC, MAGIC_V2, MAGIC_V1].iter().any(|m| &bytes[..8] == m.as_slice()) {
+    if bytes.len() < FILE_HEADER
+        || ![MAGIC, MAGIC_V2, MAGIC_V1]
+            .iter()
+            .any(|m| &bytes[..8] == m.as_slice())
+    {
         return Some("no segment index header".into());
     }
     let mut n = [0u8; 8];

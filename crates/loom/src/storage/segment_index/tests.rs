@@ -235,7 +235,13 @@ fn a_version_2_file_reads_the_same() -> Result<(), Box<dyn std::error::Error>> {
     file.extend_from_slice(&3u64.to_le_bytes());
     let c = chunk(0, Some(v2_bins.clone()));
     let mut p = vec![T_CHUNK_LEN];
-    for v in [c.addr, c.header.source, c.header.prev, c.header.first_ts, c.header.last_ts] {
+    for v in [
+        c.addr,
+        c.header.source,
+        c.header.prev,
+        c.header.first_ts,
+        c.header.last_ts,
+    ] {
         put_u64(&mut p, v);
     }
     for v in [c.header.count, c.header.crc, c.header.len] {
