@@ -84,10 +84,20 @@ impl SegmentSummaries {
 }
 
 /// One chunk's summaries held by a paged segment.
+#[derive(Clone)]
 pub(crate) struct PagedBins {
     seg: Arc<SegmentSummaries>,
     next: usize,
     end: usize,
+}
+
+impl PagedBins {
+    /// The summary of bin `bin`, if the chunk has one (summaries are in
+    /// bin order: a binary search).
+    pub(crate) fn find_bin(&self, bin: u32) -> Option<BinSummary> {
+        let s = self.seg.bins.get(self.next..self.end)?;
+        s.binary_search_by_key(&bin, |b| b.bin).ok().map(|i| s[i])
+    }
 }
 
 impl Iterator for PagedBins {

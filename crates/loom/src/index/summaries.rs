@@ -243,6 +243,7 @@ pub(crate) struct IndexSnapshot {
 }
 
 /// One chunk's summaries, from memory or from a paged segment.
+#[derive(Clone)]
 pub(crate) enum SummaryIter<'a> {
     /// In memory, in one slab (nearly always).
     Slice(std::slice::Iter<'a, BinSummary>),
@@ -253,6 +254,21 @@ pub(crate) enum SummaryIter<'a> {
         end: u64,
     },
     Paged(PagedBins),
+}
+
+impl SummaryIter<'_> {
+    /// The summary of bin `bin`, if the chunk has one: a binary search
+    /// where the summaries sit in one slice (they are in bin order).
+    pub(crate) fn find_bin(self, bin: u32) -> Option<BinSummary> {
+        match self {
+            SummaryIter::Slice(it) => {
+                let s = it.as_slice();
+                s.binary_search_by_key(&bin, |b| b.bin).ok().map(|i| s[i])
+            }
+            SummaryIter::Paged(p) => p.find_bin(bin),
+            mut other => other.find(|b| b.bin == bin),
+        }
+    }
 }
 
 impl Iterator for SummaryIter<'_> {

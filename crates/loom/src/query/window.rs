@@ -10,8 +10,9 @@
 use crate::bin_summary::BinSummary;
 use crate::error::{Error, Result};
 use crate::index::state::IndexState;
+use crate::index::summaries::SummaryIter;
 use crate::query::edge::{is_left_edge, LeftEdge};
-use crate::query::percentile::{indexed_views, nearest_rank};
+use crate::query::percentile::{indexed_views, nearest_rank, note_decoded};
 use crate::query::Aggregate;
 use crate::snapshot::{Snapshot, SourceView};
 use crate::source::SourceId;
@@ -80,6 +81,24 @@ enum Gathered {
     Values(Vec<u64>),
 }
 
+/// A chunk of the window as the gathering pass met it, kept so a rank's
+/// bin is read without finding each chunk and its summaries again (that
+/// second walk cost as much as the first: a dashboard's p99 per bucket).
+enum Part<'a> {
+    /// Inside the window, with its summaries.
+    Covered {
+        view: usize,
+        addr: u64,
+        bins: SummaryIter<'a>,
+    },
+    /// Read (an edge of the window, or not summarised yet).
+    Read {
+        view: usize,
+        chunk: usize,
+        addr: u64,
+    },
+}
+
 /// The indexed values of several sources over one window, gathered in one
 /// pass by [`Snapshot::window_many`].
 pub struct WindowBins<'a> {
@@ -92,6 +111,8 @@ pub struct WindowBins<'a> {
     bins: Gathered,
     agg: Aggregate,
     extremes: Extremes,
+    /// The window's chunks, in each source's order (one bin layout only).
+    parts: Vec<Part<'a>>,
 }
 
 impl Snapshot {
@@ -114,6 +135,7 @@ impl Snapshot {
         let views = indexed_views(self, ids)?;
         let mut agg = Aggregate::default();
         let mut scratch = EdgeScratch::default();
+        let mut parts = Vec::new();
         let first = views.first().map(|&(_, ix)| ix);
         let shared = first.filter(|f| {
             views
@@ -124,9 +146,10 @@ impl Snapshot {
             Some(f) => {
                 let mut counts = vec![0u64; f.bins.total()];
                 if t0 <= t1 {
-                    for &(sv, ix) in &views {
-                        let into = (counts.as_mut_slice(), &mut agg);
-                        self.gather((sv, ix), t0, t1, extremes, into, &mut scratch)?;
+                    for (view, &(sv, ix)) in views.iter().enumerate() {
+                        let into = (counts.as_mut_slice(), &mut agg, &mut parts);
+                        let source = (view, sv, ix);
+                        self.gather(source, (t0, t1), extremes, into, &mut scratch)?;
                     }
                 }
                 Gathered::Counts(counts)
@@ -151,6 +174,7 @@ impl Snapshot {
             bins,
             agg,
             extremes,
+            parts,
         })
     }
 
@@ -159,13 +183,12 @@ impl Snapshot {
     /// for a summarised left edge its summaries less its records before
     /// `t0`; by reading the others (the right edge, chunks not summarised
     /// yet, the tail).
-    fn gather(
-        &self,
-        (sv, ix): (&SourceView, &IndexState),
-        t0: u64,
-        t1: u64,
+    fn gather<'s>(
+        &'s self,
+        (view, sv, ix): (usize, &SourceView, &IndexState),
+        (t0, t1): (u64, u64),
         need: Extremes,
-        (counts, agg): (&mut [u64], &mut Aggregate),
+        (counts, agg, parts): (&mut [u64], &mut Aggregate, &mut Vec<Part<'s>>),
         scratch: &mut EdgeScratch,
     ) -> Result<()> {
         // Values read one by one go to a plain accumulator (no `Option`s
@@ -180,6 +203,11 @@ impl Snapshot {
         for i in sv.dir.overlapping(t0, t1)? {
             let Some(c) = sv.dir.get(i)? else { break };
             if let Some(bins) = self.covered_summaries(sv, i, &c, (t0, t1)) {
+                parts.push(Part::Covered {
+                    view,
+                    addr: c.addr,
+                    bins: bins.clone(),
+                });
                 for b in bins {
                     if let Some(c) = counts.get_mut(b.bin as usize) {
                         *c += u64::from(b.count);
@@ -188,6 +216,11 @@ impl Snapshot {
                 }
                 continue;
             }
+            parts.push(Part::Read {
+                view,
+                chunk: i,
+                addr: c.addr,
+            });
             let edge = if is_left_edge(&c, t0, t1) {
                 self.left_edge_part((sv, ix), (i, &c), t0, need, scratch, |v| {
                     add(counts, &mut walked, v)
@@ -296,10 +329,7 @@ impl WindowBins<'_> {
             return Err(Error::corrupted(0, "bin counts do not add up"));
         };
         let mut values = Vec::with_capacity(counts[target as usize] as usize);
-        for &(sv, ix) in &self.views {
-            self.snap
-                .values_in_bin(sv, ix, self.t0, self.t1, target, &mut values)?;
-        }
+        self.values_in_bin(target, &mut values)?;
         let r = (k - before) as usize;
         if r == 0 || r > values.len() {
             return Err(Error::corrupted(
@@ -312,5 +342,53 @@ impl WindowBins<'_> {
         }
         let (_, v, _) = values.select_nth_unstable(r - 1);
         Ok(Some(*v))
+    }
+
+    /// Appends the window's values that fall in bin `target`: a chunk
+    /// inside the window whose summary of that bin pins its values down
+    /// (`BinSummary::exact_values`, `BinSummary::fine_values`) is not
+    /// read, nor one without records in it; the others are read, and
+    /// each source's tail.
+    fn values_in_bin(&self, target: u32, values: &mut Vec<u64>) -> Result<()> {
+        let (snap, (t0, t1)) = (self.snap, (self.t0, self.t1));
+        let take = |ix: &IndexState, values: &mut Vec<u64>, bytes: &[u8]| {
+            let v = ix.value(bytes);
+            if ix.bins.bin_of(v) == target {
+                values.push(v);
+            }
+        };
+        for part in &self.parts {
+            let (view, addr) = match part {
+                Part::Covered { view, addr, bins } => {
+                    let Some(b) = bins.clone().find_bin(target) else {
+                        continue;
+                    };
+                    let ix = self.views[*view].1;
+                    if b.exact_values(values).is_some() {
+                        continue;
+                    }
+                    let fine = ix.fine.as_ref();
+                    if fine.is_some_and(|f| b.fine_values(f, values).is_some()) {
+                        continue;
+                    }
+                    (*view, *addr)
+                }
+                Part::Read { view, chunk, addr } => {
+                    let sv = self.views[*view].0;
+                    let holds = snap.summaries(sv, *chunk).map(|b| b.find_bin(target));
+                    if let Some(None) = holds {
+                        continue;
+                    }
+                    (*view, *addr)
+                }
+            };
+            let ix = self.views[view].1;
+            note_decoded();
+            snap.each_in_chunk(addr, t0, t1, |_, b| take(ix, values, b))?;
+        }
+        for &(sv, ix) in &self.views {
+            snap.each_in_tail(sv, t0, t1, |_, b| take(ix, values, b))?;
+        }
+        Ok(())
     }
 }
