@@ -95,8 +95,7 @@ impl PagedBins {
     /// The summary of bin `bin`, if the chunk has one (summaries are in
     /// bin order: a binary search).
     pub(crate) fn find_bin(&self, bin: u32) -> Option<BinSummary> {
-        let s = self.seg.bins.get(self.next..self.end)?;
-        s.binary_search_by_key(&bin, |b| b.bin).ok().map(|i| s[i])
+        crate::bin_summary::find_bin(self.seg.bins.get(self.next..self.end)?, bin)
     }
 }
 

@@ -261,10 +261,7 @@ impl SummaryIter<'_> {
     /// where the summaries sit in one slice (they are in bin order).
     pub(crate) fn find_bin(self, bin: u32) -> Option<BinSummary> {
         match self {
-            SummaryIter::Slice(it) => {
-                let s = it.as_slice();
-                s.binary_search_by_key(&bin, |b| b.bin).ok().map(|i| s[i])
-            }
+            SummaryIter::Slice(it) => crate::bin_summary::find_bin(it.as_slice(), bin),
             SummaryIter::Paged(p) => p.find_bin(bin),
             mut other => other.find(|b| b.bin == bin),
         }

@@ -11,6 +11,7 @@ mod edge;
 mod log_scan;
 pub(crate) mod percentile;
 mod range_scan;
+mod rank_bin;
 mod window;
 
 pub use ablation::{CountResult, IndexMode};
