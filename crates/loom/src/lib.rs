@@ -66,6 +66,7 @@ pub use late::{late_sibling_id, late_siblings, MAX_LATE_GENERATIONS};
 pub use log::codec::bench as codec_bench;
 pub use priority::lower_thread_priority;
 pub use query::percentile_rank as nearest_rank;
+pub use query::rank_chunks_decoded;
 pub use query::{Aggregate, CountResult, Extremes, IndexMode, ScanStats, WindowBins};
 pub use reader::Reader;
 pub use record_builder::{fixed_len, RecordBuilder};

@@ -6,10 +6,9 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use arc_swap::ArcSwap;
 
-use crate::bin_summary::BinSummary;
 use crate::index::directory::DirectoryView;
 use crate::index::state::IndexState;
-use crate::index::summaries::IndexSnapshot;
+use crate::index::summaries::{IndexSnapshot, SummaryIter};
 use crate::log::chunk::{ChunkHeader, HEADER_LEN};
 use crate::log::record::RecordIter;
 use crate::log::slab::SlabView;
@@ -170,11 +169,7 @@ impl Snapshot {
 
     /// The summaries of chunk `chunk_no` of a source, `None` while the
     /// indexer has not summarised it (the chunk must then be scanned).
-    pub(crate) fn summaries(
-        &self,
-        sv: &SourceView,
-        chunk_no: usize,
-    ) -> Option<impl Iterator<Item = BinSummary> + '_> {
+    pub(crate) fn summaries(&self, sv: &SourceView, chunk_no: usize) -> Option<SummaryIter<'_>> {
         let idx = *self.p.ids.get(&sv.id)?;
         self.ix.summaries((idx, sv.id.0), chunk_no, || {
             sv.dir.get(chunk_no).ok().flatten().map(|c| c.addr)
@@ -189,7 +184,7 @@ impl Snapshot {
         chunk_no: usize,
         c: &crate::index::directory::ChunkEntry,
         (t0, t1): (u64, u64),
-    ) -> Option<impl Iterator<Item = BinSummary> + '_> {
+    ) -> Option<SummaryIter<'_>> {
         if c.first_ts >= t0 && c.last_ts <= t1 {
             self.summaries(sv, chunk_no)
         } else {

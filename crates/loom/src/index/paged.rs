@@ -84,10 +84,19 @@ impl SegmentSummaries {
 }
 
 /// One chunk's summaries held by a paged segment.
+#[derive(Clone)]
 pub(crate) struct PagedBins {
     seg: Arc<SegmentSummaries>,
     next: usize,
     end: usize,
+}
+
+impl PagedBins {
+    /// The summary of bin `bin`, if the chunk has one (summaries are in
+    /// bin order: a binary search).
+    pub(crate) fn find_bin(&self, bin: u32) -> Option<BinSummary> {
+        crate::bin_summary::find_bin(self.seg.bins.get(self.next..self.end)?, bin)
+    }
 }
 
 impl Iterator for PagedBins {

@@ -1,6 +1,7 @@
 //! A source's declared range index: where each record's value comes from and
 //! how values map to bins.
 
+use crate::bin_summary::FineLayout;
 use crate::index::bins::Bins;
 use crate::schema::{read_raw, SourceSchema};
 use crate::source::{Extractor, RangeIndexSpec};
@@ -22,6 +23,8 @@ pub(crate) struct IndexState {
     pub min: u64,
     pub interval: u64,
     pub n_bins: u32,
+    /// Per-value counts in the summaries, for narrow bins.
+    pub fine: Option<FineLayout>,
 }
 
 impl IndexState {
@@ -32,6 +35,7 @@ impl IndexState {
             min: spec.min,
             interval: spec.interval,
             n_bins: spec.n_bins,
+            fine: FineLayout::new(spec.min, spec.interval, spec.n_bins),
         }
     }
 
@@ -48,6 +52,7 @@ impl IndexState {
             min: ix.min,
             interval: ix.interval,
             n_bins: ix.n_bins,
+            fine: FineLayout::new(ix.min, ix.interval, ix.n_bins),
         })
     }
 

@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use crate::bin_summary::BinSummary;
+use crate::bin_summary::{BinSummary, FineLayout};
 use crate::index::paged::{PagedBins, SummaryPages, SUMMARY_BYTES};
 use crate::index::state::IndexState;
 use crate::log::record::for_each_bytes;
@@ -243,6 +243,7 @@ pub(crate) struct IndexSnapshot {
 }
 
 /// One chunk's summaries, from memory or from a paged segment.
+#[derive(Clone)]
 pub(crate) enum SummaryIter<'a> {
     /// In memory, in one slab (nearly always).
     Slice(std::slice::Iter<'a, BinSummary>),
@@ -253,6 +254,18 @@ pub(crate) enum SummaryIter<'a> {
         end: u64,
     },
     Paged(PagedBins),
+}
+
+impl SummaryIter<'_> {
+    /// The summary of bin `bin`, if the chunk has one: a binary search
+    /// where the summaries sit in one slice (they are in bin order).
+    pub(crate) fn find_bin(self, bin: u32) -> Option<BinSummary> {
+        match self {
+            SummaryIter::Slice(it) => crate::bin_summary::find_bin(it.as_slice(), bin),
+            SummaryIter::Paged(p) => p.find_bin(bin),
+            mut other => other.find(|b| b.bin == bin),
+        }
+    }
 }
 
 impl Iterator for SummaryIter<'_> {
@@ -364,6 +377,7 @@ impl Summariser {
         let acc = &mut self.acc;
         let touched = &mut self.touched;
         touched.clear();
+        let fine = state.fine;
         let r = for_each_bytes(payload, count, |b| {
             let v = state.value(b);
             let bin = state.bins.bin_of(v);
@@ -372,12 +386,17 @@ impl Summariser {
                     touched.push(bin);
                 }
                 slot.add(v);
+                if let Some(f) = &fine {
+                    f.add(&mut slot.fine, bin, v);
+                }
             }
         });
         touched.sort_unstable();
         for &bin in touched.iter() {
             let sm = std::mem::take(&mut acc[bin as usize]);
-            out.push(BinSummary { bin, ..sm });
+            let mut sm = BinSummary { bin, ..sm };
+            sm.fine = FineLayout::kept(&sm);
+            out.push(sm);
         }
         r.map_err(|e| e.to_string())
     }

@@ -11,11 +11,13 @@ mod edge;
 mod log_scan;
 pub(crate) mod percentile;
 mod range_scan;
+mod rank_bin;
 mod window;
 
 pub use ablation::{CountResult, IndexMode};
 pub use aggregate::Aggregate;
 pub use percentile::nearest_rank as percentile_rank;
+pub use percentile::rank_chunks_decoded;
 pub use window::{Extremes, WindowBins};
 
 /// How much work a scanning query did.

@@ -12,6 +12,25 @@ use crate::query::window::Extremes;
 use crate::snapshot::{Snapshot, SourceView};
 use crate::source::SourceId;
 
+thread_local! {
+    /// Chunks this thread decoded to find a rank's value in its bin.
+    static DECODED_FOR_RANK: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many chunks the calling thread has decoded, since it started, to
+/// read the values of a percentile's (or rank's) bin: those whose
+/// summaries did not pin the bin's values down. Tests and benchmarks read
+/// it before and after a query; it is per thread, so queries on other
+/// threads do not disturb it.
+pub fn rank_chunks_decoded() -> u64 {
+    DECODED_FOR_RANK.with(|n| n.get())
+}
+
+/// Counts one chunk decoded for a rank's bin ([`rank_chunks_decoded`]).
+pub(crate) fn note_decoded() {
+    DECODED_FOR_RANK.with(|n| n.set(n.get() + 1));
+}
+
 /// 1-based nearest rank of quantile `q` among `n` values: `ceil(q * n)`,
 /// at least 1.
 pub fn nearest_rank(q: f64, n: u64) -> u64 {
@@ -96,42 +115,6 @@ impl Snapshot {
     ) -> Result<Option<u64>> {
         self.window_many(ids, t0, t1, Extremes::NONE)?
             .value_at_rank(rank)
-    }
-
-    /// Appends the source's values in `[t0, t1]` that fall in bin `target`,
-    /// reading only chunks whose summaries hold that bin (and those without
-    /// summaries).
-    pub(crate) fn values_in_bin(
-        &self,
-        sv: &SourceView,
-        ix: &IndexState,
-        t0: u64,
-        t1: u64,
-        target: u32,
-        values: &mut Vec<u64>,
-    ) -> Result<()> {
-        let take = |values: &mut Vec<u64>, bytes: &[u8]| {
-            let v = ix.value(bytes);
-            if ix.bins.bin_of(v) == target {
-                values.push(v);
-            }
-        };
-        for i in sv.dir.overlapping(t0, t1)? {
-            let Some(c) = sv.dir.get(i)? else { break };
-            if let Some(mut bins) = self.summaries(sv, i) {
-                let Some(b) = bins.find(|b| b.bin == target) else {
-                    continue;
-                };
-                // A chunk inside the window whose bin summary pins its
-                // values down needs no reading (exact, see `exact_values`).
-                let inside = c.first_ts >= t0 && c.last_ts <= t1;
-                if inside && b.exact_values(values).is_some() {
-                    continue;
-                }
-            }
-            self.each_in_chunk(c.addr, t0, t1, |_, b| take(values, b))?;
-        }
-        self.each_in_tail(sv, t0, t1, |_, b| take(values, b))
     }
 
     /// Every indexed value of the sources in `[t0, t1]`, sorted: the exact

@@ -3,8 +3,9 @@
 //! their range-index summaries, so reopening a store reads these small files
 //! instead of the whole log.
 //!
-//! Layout: a 16-byte header (`LOOMSIX2`, segment number u64; files of
-//! format version 1 begin `LOOMSIX1` and are read the same) then entries,
+//! Layout: a 16-byte header (`LOOMSIX3`, segment number u64; files of
+//! format versions 1 and 2 begin `LOOMSIX1`, `LOOMSIX2` and are read the
+//! same: they hold no entries of types 6 and 7) then entries,
 //! each `len u32 | crc32c u32 | payload`, payload starting with a type byte:
 //!
 //! - `1` chunk: addr, source, prev, first_ts, last_ts (u64), count, chunk crc
@@ -17,11 +18,15 @@
 //!   2 writes these; `1` entries read with length 0: unknown);
 //! - `4` frames of a version-2 (compressed) segment, written just before
 //!   the footer: `varint n`, then per frame `varint(addr − previous addr)`,
-//!   `varint(offset − previous offset)`, `varint len` (see `frame.rs`).
+//!   `varint(offset − previous offset)`, `varint len` (see `frame.rs`);
+//! - `6` chunk, as `5` with per-value counts in its summary list, and `7`
+//!   summaries, as `2` with them (format 3 writes these, also when
+//!   appending to a file of an earlier version: its reader reads both).
 //!
 //! A summary list is `varint n` then per bin `varint(bin − previous bin)`,
 //! `varint count`, `varint min`, `varint(max − min)`, `varint sum_low64`,
-//! `varint sum_high64`. Reading stops at the first entry that is cut off or
+//! `varint sum_high64`, and in entries 6 and 7 `varint fine` (the bin's
+//! per-value counts, `BinSummary::fine`; 0 when not kept). Reading stops at the first entry that is cut off or
 //! fails its checksum; a segment whose valid entries end in a footer is
 //! trusted without reading its data, any other is scanned.
 
@@ -33,10 +38,14 @@ use std::path::{Path, PathBuf};
 use crate::bin_summary::BinSummary;
 use crate::error::{Error, Result};
 use crate::log::chunk::ChunkHeader;
-use crate::log::record::{get_varint, put_varint};
 use crate::storage::frame::FrameLoc;
+use summary_list::{encode_summaries, put_u64, put_var, Cursor};
 
-const MAGIC: &[u8; 8] = b"LOOMSIX2";
+mod summary_list;
+
+const MAGIC: &[u8; 8] = b"LOOMSIX3";
+/// The header of index files written by format version 2.
+const MAGIC_V2: &[u8; 8] = b"LOOMSIX2";
 /// The header of index files written by format version 1.
 const MAGIC_V1: &[u8; 8] = b"LOOMSIX1";
 const FILE_HEADER: usize = 16;
@@ -48,6 +57,10 @@ const MAX_ENTRY: usize = 64 << 20;
 const T_CHUNK: u8 = 1;
 const T_CHUNK_LEN: u8 = 5;
 const T_SUMMARIES: u8 = 2;
+/// As `T_CHUNK_LEN` and `T_SUMMARIES`, their summaries with per-value
+/// counts (format 3 writes these).
+const T_CHUNK_FINE: u8 = 6;
+const T_SUMMARIES_FINE: u8 = 7;
 const T_FOOTER: u8 = 3;
 const T_FRAMES: u8 = 4;
 
@@ -91,105 +104,9 @@ pub(crate) fn path(dir: &Path, index: u64) -> PathBuf {
     dir.join(format!("segment-{index:08}.idx"))
 }
 
-fn put_u64(out: &mut Vec<u8>, v: u64) {
-    out.extend_from_slice(&v.to_le_bytes());
-}
-
-fn put_var(out: &mut Vec<u8>, v: u64) {
-    let mut b = [0u8; 10];
-    let n = put_varint(&mut b, v);
-    out.extend_from_slice(&b[..n]);
-}
-
-fn encode_summaries(out: &mut Vec<u8>, bins: &[BinSummary]) {
-    put_var(out, bins.len() as u64);
-    let mut prev = 0u32;
-    for b in bins {
-        put_var(out, u64::from(b.bin.wrapping_sub(prev)));
-        prev = b.bin;
-        put_var(out, u64::from(b.count));
-        put_var(out, b.min);
-        put_var(out, b.max.wrapping_sub(b.min));
-        put_var(out, b.sum as u64);
-        put_var(out, (b.sum >> 64) as u64);
-    }
-}
-
-struct Cursor<'a> {
-    b: &'a [u8],
-    pos: usize,
-}
-
-impl Cursor<'_> {
-    fn u64(&mut self) -> Result<u64, String> {
-        let s = self
-            .b
-            .get(self.pos..self.pos + 8)
-            .ok_or("entry ends inside a number")?;
-        self.pos += 8;
-        let mut a = [0u8; 8];
-        a.copy_from_slice(s);
-        Ok(u64::from_le_bytes(a))
-    }
-
-    fn u32(&mut self) -> Result<u32, String> {
-        let s = self
-            .b
-            .get(self.pos..self.pos + 4)
-            .ok_or("entry ends inside a number")?;
-        self.pos += 4;
-        let mut a = [0u8; 4];
-        a.copy_from_slice(s);
-        Ok(u32::from_le_bytes(a))
-    }
-
-    fn u8(&mut self) -> Result<u8, String> {
-        let v = *self.b.get(self.pos).ok_or("entry ends early")?;
-        self.pos += 1;
-        Ok(v)
-    }
-
-    fn var(&mut self) -> Result<u64, String> {
-        get_varint(self.b, &mut self.pos).ok_or_else(|| "bad varint".to_string())
-    }
-
-    fn summaries(&mut self) -> Result<Vec<BinSummary>, String> {
-        let mut out = Vec::new();
-        self.summaries_into(&mut out)?;
-        Ok(out)
-    }
-
-    /// Appends a summary list to `out`; returns how many.
-    fn summaries_into(&mut self, out: &mut Vec<BinSummary>) -> Result<usize, String> {
-        let n = self.var()?;
-        if n > (self.b.len().saturating_sub(self.pos)) as u64 {
-            return Err(format!("{n} summaries cannot fit in the entry"));
-        }
-        out.reserve(n as usize);
-        let mut bin = 0u32;
-        for _ in 0..n {
-            let delta = u32::try_from(self.var()?).map_err(|_| "bin delta too large")?;
-            bin = bin.checked_add(delta).ok_or("bin number overflows")?;
-            let count = u32::try_from(self.var()?).map_err(|_| "bin count too large")?;
-            let min = self.var()?;
-            let max = min.checked_add(self.var()?).ok_or("bin max overflows")?;
-            let lo = self.var()?;
-            let hi = self.var()?;
-            out.push(BinSummary {
-                bin,
-                count,
-                min,
-                max,
-                sum: u128::from(lo) | (u128::from(hi) << 64),
-            });
-        }
-        Ok(n as usize)
-    }
-}
-
 fn encode_chunk(c: &IndexedChunk) -> Vec<u8> {
     let mut p = Vec::with_capacity(64);
-    p.push(T_CHUNK_LEN);
+    p.push(T_CHUNK_FINE);
     put_u64(&mut p, c.addr);
     put_u64(&mut p, c.header.source);
     put_u64(&mut p, c.header.prev);
@@ -211,7 +128,7 @@ fn encode_chunk(c: &IndexedChunk) -> Vec<u8> {
 fn decode_entry(payload: &[u8], into: &mut SegmentIndex, lean: bool) -> Result<(), String> {
     let mut c = Cursor { b: payload, pos: 0 };
     match c.u8()? {
-        kind @ (T_CHUNK | T_CHUNK_LEN) => {
+        kind @ (T_CHUNK | T_CHUNK_LEN | T_CHUNK_FINE) => {
             let addr = c.u64()?;
             let source = c.u64()?;
             let prev = c.u64()?;
@@ -219,7 +136,7 @@ fn decode_entry(payload: &[u8], into: &mut SegmentIndex, lean: bool) -> Result<(
             let last_ts = c.u64()?;
             let count = c.u32()?;
             let crc = c.u32()?;
-            let len = if kind == T_CHUNK_LEN { c.u32()? } else { 0 };
+            let len = if kind == T_CHUNK { 0 } else { c.u32()? };
             let summaries = match c.u8()? {
                 0 => None,
                 1 if lean => {
@@ -229,7 +146,7 @@ fn decode_entry(payload: &[u8], into: &mut SegmentIndex, lean: bool) -> Result<(
                     c.pos = payload.len();
                     None
                 }
-                1 => Some(c.summaries()?),
+                1 => Some(c.summaries(kind == T_CHUNK_FINE)?),
                 other => return Err(format!("bad summary flag {other}")),
             };
             into.chunks.push(IndexedChunk {
@@ -246,13 +163,13 @@ fn decode_entry(payload: &[u8], into: &mut SegmentIndex, lean: bool) -> Result<(
                 summaries,
             });
         }
-        T_SUMMARIES if lean => {
+        T_SUMMARIES | T_SUMMARIES_FINE if lean => {
             into.on_disk.insert(c.u64()?);
             c.pos = payload.len();
         }
-        T_SUMMARIES => {
+        kind @ (T_SUMMARIES | T_SUMMARIES_FINE) => {
             let addr = c.u64()?;
-            let bins = c.summaries()?;
+            let bins = c.summaries(kind == T_SUMMARIES_FINE)?;
             into.late_summaries.insert(addr, bins);
         }
         T_FRAMES => {
@@ -308,7 +225,11 @@ fn walk(
     segment: u64,
     mut f: impl FnMut(&[u8]) -> Result<(), String>,
 ) -> Option<String> {
-    if bytes.len() < FILE_HEADER || (&bytes[..8] != MAGIC && &bytes[..8] != MAGIC_V1) {
+    if bytes.len() < FILE_HEADER
+        || ![MAGIC, MAGIC_V2, MAGIC_V1]
+            .iter()
+            .any(|m| &bytes[..8] == m.as_slice())
+    {
         return Some("no segment index header".into());
     }
     let mut n = [0u8; 8];
@@ -336,7 +257,8 @@ fn walk(
         if crc32c::crc32c(payload) != crc {
             return Some(format!("entry checksum mismatch at byte {pos}"));
         }
-        if footer && payload.first() != Some(&T_SUMMARIES) {
+        let late = matches!(payload.first(), Some(&(T_SUMMARIES | T_SUMMARIES_FINE)));
+        if footer && !late {
             return Some(format!("entry after the footer at byte {pos}"));
         }
         if let Err(e) = f(payload) {
@@ -383,11 +305,14 @@ fn decode_flat(bytes: &[u8], segment: u64, source: u64) -> FlatSummaries {
     walk(bytes, segment, |payload| {
         let mut c = Cursor { b: payload, pos: 0 };
         let kind = c.u8()?;
-        if !matches!(kind, T_CHUNK | T_CHUNK_LEN | T_SUMMARIES) {
+        if !matches!(
+            kind,
+            T_CHUNK | T_CHUNK_LEN | T_CHUNK_FINE | T_SUMMARIES | T_SUMMARIES_FINE
+        ) {
             return Ok(());
         }
         let addr = c.u64()?;
-        if kind == T_SUMMARIES {
+        if matches!(kind, T_SUMMARIES | T_SUMMARIES_FINE) {
             if !ours.contains(&addr) {
                 return Ok(());
             }
@@ -397,13 +322,14 @@ fn decode_flat(bytes: &[u8], segment: u64, source: u64) -> FlatSummaries {
             }
             ours.insert(addr);
             // prev, first_ts, last_ts, count, crc (and len).
-            c.pos += 3 * 8 + 4 + 4 + if kind == T_CHUNK_LEN { 4 } else { 0 };
+            c.pos += 3 * 8 + 4 + 4 + if kind == T_CHUNK { 0 } else { 4 };
             if c.u8()? != 1 {
                 return Ok(());
             }
         }
         let start = out.bins.len();
-        let n = c.summaries_into(&mut out.bins)?;
+        let fine = matches!(kind, T_CHUNK_FINE | T_SUMMARIES_FINE);
+        let n = c.summaries_into(&mut out.bins, fine)?;
         let (start, n) = (
             u32::try_from(start).map_err(|_| "too many summaries")?,
             u32::try_from(n).map_err(|_| "too many summaries")?,
@@ -427,7 +353,7 @@ pub(crate) fn decode_chunk_entries(
     walk(bytes, segment, |payload| {
         let mut c = Cursor { b: payload, pos: 0 };
         let kind = c.u8()?;
-        if !matches!(kind, T_CHUNK | T_CHUNK_LEN) {
+        if !matches!(kind, T_CHUNK | T_CHUNK_LEN | T_CHUNK_FINE) {
             return Ok(());
         }
         let addr = c.u64()?;
@@ -441,7 +367,7 @@ pub(crate) fn decode_chunk_entries(
             last_ts: c.u64()?,
             count: c.u32()?,
             crc: c.u32()?,
-            len: if kind == T_CHUNK_LEN { c.u32()? } else { 0 },
+            len: if kind == T_CHUNK { 0 } else { c.u32()? },
         };
         out.push((addr, header));
         Ok(())
@@ -528,7 +454,7 @@ impl SegmentIndexWriter {
     }
 
     pub(crate) fn summaries(&mut self, addr: u64, bins: &[BinSummary]) -> std::io::Result<()> {
-        let mut p = vec![T_SUMMARIES];
+        let mut p = vec![T_SUMMARIES_FINE];
         put_u64(&mut p, addr);
         encode_summaries(&mut p, bins);
         self.entry(&p)
