@@ -137,18 +137,7 @@ impl Source {
         if ts < self.last_ts {
             return self.push_late(w, ts, bytes, t);
         }
-        match w.push(self.handle, ts, bytes) {
-            Ok(_) => {
-                self.last_ts = ts;
-                t.ingested += 1;
-                t.newest = t.newest.max(ts);
-                Ok(())
-            }
-            Err(e) => {
-                t.refused += 1;
-                Err(e)
-            }
-        }
+        store(w, (self.handle, &mut self.last_ts), ts, bytes, t)
     }
 
     /// A late record: into the sibling whose newest record is the latest
@@ -183,18 +172,33 @@ impl Source {
                 }
             },
         };
-        match w.push(sib.handle, ts, bytes) {
-            Ok(_) => {
-                sib.last_ts = ts;
-                t.ingested += 1;
-                t.late_stored += 1;
-                t.newest = t.newest.max(ts);
-                Ok(())
-            }
-            Err(e) => {
-                t.refused += 1;
-                Err(e)
-            }
+        store(w, (sib.handle, &mut sib.last_ts), ts, bytes, t)?;
+        t.late_stored += 1;
+        Ok(())
+    }
+}
+
+/// Pushes one record at `ts` into the source of `handle`, whose newest
+/// time `last_ts` then moves on, and counts it into `t` (an engine refusal
+/// as `refused`, its error returned).
+#[inline(always)]
+fn store(
+    w: &mut Writer,
+    (handle, last_ts): (SourceHandle, &mut u64),
+    ts: u64,
+    bytes: &[u8],
+    t: &mut Tally,
+) -> Result<(), loom::Error> {
+    match w.push(handle, ts, bytes) {
+        Ok(_) => {
+            *last_ts = ts;
+            t.ingested += 1;
+            t.newest = t.newest.max(ts);
+            Ok(())
+        }
+        Err(e) => {
+            t.refused += 1;
+            Err(e)
         }
     }
 }
