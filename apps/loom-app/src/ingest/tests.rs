@@ -60,7 +60,7 @@ fn framed_records_are_pushed_in_order_per_source() {
     let dir = tempfile::tempdir().unwrap();
     let (writer, reader) = loom::open(dir.path(), loom::Config::default()).unwrap();
     let counters = Arc::new(Counters::default());
-    let otlp = OtlpStage::new(Arc::new(otlp::Registry::new(16, [])), 0);
+    let otlp = OtlpStage::new(Arc::new(otlp::Registry::new(16, [])), 0, Arc::default());
     let mut ing = Ingest::new(writer, counters.clone(), config(), otlp);
     let read = SourceKey::Kv(false);
     for arrival in [100, 90, 200] {
@@ -101,7 +101,7 @@ fn siblings_of(reader: &loom::Reader, id: SourceId) -> usize {
 fn event_ingest(dir: &std::path::Path, window_us: u64) -> (Ingest, loom::Reader, Arc<Counters>) {
     let (writer, reader) = loom::open(dir, loom::Config::default()).unwrap();
     let counters = Arc::new(Counters::default());
-    let otlp = OtlpStage::new(Arc::new(otlp::Registry::new(16, [])), 0);
+    let otlp = OtlpStage::new(Arc::new(otlp::Registry::new(16, [])), 0, Arc::default());
     let cfg = IngestConfig {
         timestamps: TimestampMode::Event,
         event_offset_us: Some(0),
@@ -220,7 +220,7 @@ fn an_acked_group_settles_when_other_senders_move_the_window_on() {
     let dir = tempfile::tempdir().unwrap();
     let (writer, _reader) = loom::open(dir.path(), loom::Config::default()).unwrap();
     let counters = Arc::new(Counters::default());
-    let otlp = OtlpStage::new(Arc::new(otlp::Registry::new(16, [])), 0);
+    let otlp = OtlpStage::new(Arc::new(otlp::Registry::new(16, [])), 0, Arc::default());
     let book = Arc::new(AckBook::in_memory());
     let cfg = IngestConfig {
         timestamps: TimestampMode::Event,
@@ -298,7 +298,7 @@ fn resent_late_records_are_looked_up_not_assumed_stored() {
     let open = || {
         let (writer, reader) = loom::open(dir.path(), loom::Config::default()).unwrap();
         let counters = Arc::new(Counters::default());
-        let otlp = OtlpStage::new(Arc::new(otlp::Registry::new(16, [])), 0);
+        let otlp = OtlpStage::new(Arc::new(otlp::Registry::new(16, [])), 0, Arc::default());
         (
             Ingest::new(writer, counters.clone(), cfg(), otlp),
             reader,
