@@ -9,6 +9,9 @@
 //! `/write` request's records are logged by the ingest thread, which names
 //! the position covering them; the handler waits for the shared
 //! [`DurableMark`] to reach its position, at most `--otlp-ack-timeout-ms`.
+//! A request logged raw skips the ingest thread's answer when the state
+//! that thread publishes proves every record will be taken
+//! (`admission.rs`): one thread wake-up fewer per request.
 //! A request that cannot be made durable in time, or is refused once
 //! logged (queue full), is answered "retry later": its records may still
 //! be stored, at the next start (OTLP delivery is at least once).
