@@ -84,15 +84,6 @@ impl Source {
         self.last_ts
     }
 
-    /// How many late siblings the source has (looked up in the store at
-    /// the first call).
-    pub fn late_count(&mut self, w: &Writer) -> u32 {
-        let id = self.id;
-        self.late
-            .get_or_insert_with(|| stored_siblings(w, id))
-            .len() as u32
-    }
-
     /// Whether a record at `ts` would be refused as late now: older than
     /// the source's newest record and than the newest of each of its late
     /// siblings, all of which exist. (Siblings' newest times only grow, so

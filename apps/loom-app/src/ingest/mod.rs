@@ -336,7 +336,6 @@ impl Ingest {
             &mut t,
             self.intake.as_mut(),
         );
-        self.otlp.published(&self.writer);
         self.account(t);
     }
 
