@@ -28,32 +28,34 @@ pub(crate) struct IndexState {
 }
 
 impl IndexState {
-    pub(crate) fn from_spec(spec: RangeIndexSpec) -> Self {
+    /// An index of values taken by `value_of` into `n_bins` bins of width
+    /// `interval` from `min` (the bin mapping and the per-value count
+    /// layout are derived here once, for both kinds of index).
+    fn new(value_of: ValueOf, min: u64, interval: u64, n_bins: u32) -> Self {
         IndexState {
-            value_of: ValueOf::Extractor(spec.extractor),
-            bins: Bins::new(spec.min, spec.interval, spec.n_bins),
-            min: spec.min,
-            interval: spec.interval,
-            n_bins: spec.n_bins,
-            fine: FineLayout::new(spec.min, spec.interval, spec.n_bins),
+            value_of,
+            bins: Bins::new(min, interval, n_bins),
+            min,
+            interval,
+            n_bins,
+            fine: FineLayout::new(min, interval, n_bins),
         }
+    }
+
+    pub(crate) fn from_spec(spec: RangeIndexSpec) -> Self {
+        let value_of = ValueOf::Extractor(spec.extractor);
+        IndexState::new(value_of, spec.min, spec.interval, spec.n_bins)
     }
 
     /// The index a (validated) schema declares, `None` if it declares none.
     pub(crate) fn from_schema(schema: &SourceSchema) -> Option<Self> {
         let ix = schema.index.as_ref()?;
         let f = schema.field(&ix.field)?;
-        Some(IndexState {
-            value_of: ValueOf::Field {
-                offset: f.offset as usize,
-                width: f.ty.width(),
-            },
-            bins: Bins::new(ix.min, ix.interval, ix.n_bins),
-            min: ix.min,
-            interval: ix.interval,
-            n_bins: ix.n_bins,
-            fine: FineLayout::new(ix.min, ix.interval, ix.n_bins),
-        })
+        let value_of = ValueOf::Field {
+            offset: f.offset as usize,
+            width: f.ty.width(),
+        };
+        Some(IndexState::new(value_of, ix.min, ix.interval, ix.n_bins))
     }
 
     /// Whether summaries built with this index can be written to disk and
