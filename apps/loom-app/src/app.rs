@@ -67,12 +67,15 @@ impl App {
         // Enough idle buffers for every receiver's next group while ingest keeps up.
         let pool = endpoint::BufferPool::new(RECYCLED_BUFFERS, recv_cfg.group_bytes + (64 << 10));
         let registry = otlp_registry(&reader, &counters.series);
+        let admission = Arc::new(otlp_ingest::Admission::default());
         let otlp_stage = otlp_ingest::OtlpStage::new(
             registry.clone(),
             cli.otlp_reorder_window_ms.saturating_mul(1000),
+            admission.clone(),
         );
         let otlp = OtlpParts {
             registry,
+            admission,
             max_record_bytes: writer.max_record_size(),
             tx: tx.clone(),
             counters: counters.clone(),
@@ -388,6 +391,8 @@ type IntakeLogOpened = (IntakeLog, crate::intake_log::Leftover);
 struct OtlpParts {
     /// Series admitted so far (shared with the stream through the series limit).
     registry: Arc<otlp::Registry>,
+    /// What the ingest thread publishes for handlers' own admission.
+    admission: Arc<otlp_ingest::Admission>,
     /// The engine's largest record.
     max_record_bytes: usize,
     /// The ingest queue.
@@ -439,6 +444,7 @@ fn start_otlp(
             timeout: Duration::from_millis(cli.otlp_ack_timeout_ms),
             mark,
             log: raw_log,
+            admission: p.admission,
         },
     ));
     // Raw requests an earlier run logged are converted before the servers

@@ -84,6 +84,19 @@ impl Source {
         self.last_ts
     }
 
+    /// How many late siblings the source has (looked up in the store at
+    /// the first call).
+    pub fn late_count(&mut self, w: &Writer) -> u32 {
+        self.siblings(w).len() as u32
+    }
+
+    /// The source's late siblings, looked up in the store at the first
+    /// call of this run.
+    fn siblings(&mut self, w: &Writer) -> &mut Vec<Sibling> {
+        let id = self.id;
+        self.late.get_or_insert_with(|| stored_siblings(w, id))
+    }
+
     /// Whether a record at `ts` would be refused as late now: older than
     /// the source's newest record and than the newest of each of its late
     /// siblings, all of which exist. (Siblings' newest times only grow, so
@@ -93,8 +106,7 @@ impl Source {
         if ts >= self.last_ts {
             return false;
         }
-        let id = self.id;
-        let siblings = self.late.get_or_insert_with(|| stored_siblings(w, id));
+        let siblings = self.siblings(w);
         siblings.len() as u32 >= MAX_LATE_GENERATIONS && siblings.iter().all(|s| s.last_ts > ts)
     }
 
@@ -103,7 +115,7 @@ impl Source {
     /// stored late, found again in what it logged).
     pub fn holds(&mut self, w: &Writer, ts: u64, bytes: &[u8]) -> bool {
         let id = self.id;
-        let siblings = self.late.get_or_insert_with(|| stored_siblings(w, id));
+        let siblings = self.siblings(w);
         let reader = w.reader();
         let ids = std::iter::once(id).chain(
             siblings
@@ -153,7 +165,7 @@ impl Source {
         t: &mut Tally,
     ) -> Result<(), loom::Error> {
         let id = self.id;
-        let siblings = self.late.get_or_insert_with(|| stored_siblings(w, id));
+        let siblings = self.siblings(w);
         let fit = siblings
             .iter_mut()
             .filter(|s| s.last_ts <= ts)

@@ -336,6 +336,7 @@ impl Ingest {
             &mut t,
             self.intake.as_mut(),
         );
+        self.otlp.published(&self.writer);
         self.account(t);
     }
 

@@ -60,7 +60,7 @@ fn framed_records_are_pushed_in_order_per_source() {
     let dir = tempfile::tempdir().unwrap();
     let (writer, reader) = loom::open(dir.path(), loom::Config::default()).unwrap();
     let counters = Arc::new(Counters::default());
-    let otlp = OtlpStage::new(Arc::new(otlp::Registry::new(16, [])), 0);
+    let otlp = OtlpStage::new(Arc::new(otlp::Registry::new(16, [])), 0, Arc::default());
     let mut ing = Ingest::new(writer, counters.clone(), config(), otlp);
     let read = SourceKey::Kv(false);
     for arrival in [100, 90, 200] {
@@ -101,7 +101,7 @@ fn siblings_of(reader: &loom::Reader, id: SourceId) -> usize {
 fn event_ingest(dir: &std::path::Path, window_us: u64) -> (Ingest, loom::Reader, Arc<Counters>) {
     let (writer, reader) = loom::open(dir, loom::Config::default()).unwrap();
     let counters = Arc::new(Counters::default());
-    let otlp = OtlpStage::new(Arc::new(otlp::Registry::new(16, [])), 0);
+    let otlp = OtlpStage::new(Arc::new(otlp::Registry::new(16, [])), 0, Arc::default());
     let cfg = IngestConfig {
         timestamps: TimestampMode::Event,
         event_offset_us: Some(0),
@@ -220,7 +220,7 @@ fn an_acked_group_settles_when_other_senders_move_the_window_on() {
     let dir = tempfile::tempdir().unwrap();
     let (writer, _reader) = loom::open(dir.path(), loom::Config::default()).unwrap();
     let counters = Arc::new(Counters::default());
-    let otlp = OtlpStage::new(Arc::new(otlp::Registry::new(16, [])), 0);
+    let otlp = OtlpStage::new(Arc::new(otlp::Registry::new(16, [])), 0, Arc::default());
     let book = Arc::new(AckBook::in_memory());
     let cfg = IngestConfig {
         timestamps: TimestampMode::Event,
@@ -298,7 +298,7 @@ fn resent_late_records_are_looked_up_not_assumed_stored() {
     let open = || {
         let (writer, reader) = loom::open(dir.path(), loom::Config::default()).unwrap();
         let counters = Arc::new(Counters::default());
-        let otlp = OtlpStage::new(Arc::new(otlp::Registry::new(16, [])), 0);
+        let otlp = OtlpStage::new(Arc::new(otlp::Registry::new(16, [])), 0, Arc::default());
         (
             Ingest::new(writer, counters.clone(), cfg(), otlp),
             reader,
@@ -338,4 +338,105 @@ fn resent_late_records_are_looked_up_not_assumed_stored() {
         vec![4_000_000, 5_000_000, 10_000_000, 20_000_000]
     );
     assert!(got.iter().all(|(ts, start)| ts == start), "{got:?}");
+}
+
+/// The handlers' own admission (`otlp_ingest::Admission`) against what
+/// the ingest thread then decides for the same requests: a request the
+/// rule lets a handler answer alone never has a record refused (late or
+/// not stored). Requests come in groups handed over together (up to 4
+/// ahead of each), newest-first late records push series to the sibling
+/// bound, and the run must both answer some alone and refuse some.
+#[test]
+fn requests_answered_alone_are_never_refused() {
+    use crate::otlp_ingest::Admission;
+    use loom::{FieldDef, FieldType, SourceSchema};
+    let dir = tempfile::tempdir().unwrap();
+    let (writer, _reader) = loom::open(dir.path(), loom::Config::default()).unwrap();
+    let registry = Arc::new(otlp::Registry::new(16, []));
+    let fields = vec![FieldDef {
+        name: "v".into(),
+        offset: 0,
+        ty: FieldType::U64,
+    }];
+    let ids: Vec<u64> = ["a", "b"]
+        .iter()
+        .map(|v| {
+            let schema = SourceSchema {
+                measurement: "m".into(),
+                tags: vec![("k".into(), (*v).into())],
+                fields: fields.clone(),
+                index: None,
+            };
+            registry
+                .admit("m", &[("k", v)], &fields, || schema)
+                .unwrap()
+        })
+        .collect();
+    let admission = Arc::new(Admission::default());
+    let otlp = OtlpStage::new(registry, 1_000, admission.clone());
+    let mut ing = Ingest::new(writer, Arc::new(Counters::default()), config(), otlp);
+    // A small deterministic generator (no outside input).
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let (mut alone_n, mut late_alone, mut refused_n) = (0, 0, 0);
+    let mut now = 1_000_000u64;
+    let mut oldest = now;
+    for round in 0..400 {
+        let group: Vec<Vec<otlp::Shaped>> = (0..1 + next(4))
+            .map(|_| {
+                (0..1 + next(3))
+                    .map(|_| {
+                        now += next(300);
+                        // From round 100, one in four goes back up to
+                        // 50 ms (late, most past the window), and one in
+                        // twenty older than every late one so far (a new
+                        // sibling each, up to the bound).
+                        let ts = match next(20) {
+                            0..=4 if round >= 100 => now - next(50_000),
+                            5 if round >= 100 => {
+                                oldest -= 1 + next(100);
+                                oldest
+                            }
+                            _ => now,
+                        };
+                        otlp::Shaped {
+                            source: ids[next(2) as usize],
+                            time_us: ts,
+                            bytes: ts.to_le_bytes().to_vec(),
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut alone = Vec::new();
+        for records in &group {
+            let known = admission.all_declared(records);
+            admission.sending();
+            alone.push(known && admission.never_late());
+        }
+        for (records, alone) in group.into_iter().zip(alone) {
+            let back = records.iter().any(|r| r.time_us + 1_000 < now);
+            let (tx, mut rx) = tokio::sync::oneshot::channel();
+            ing.otlp(records, Some(tx), None);
+            let taken = rx.try_recv().expect("answered");
+            let refused = taken.late + taken.not_stored;
+            refused_n += refused;
+            if alone {
+                alone_n += 1;
+                late_alone += u64::from(back);
+                assert_eq!(refused, 0, "answered alone, then refused");
+            }
+        }
+    }
+    assert!(alone_n > 100, "answered alone {alone_n}");
+    assert!(
+        late_alone > 0,
+        "no request with late records answered alone"
+    );
+    assert!(refused_n > 0, "no request reached the sibling bound");
 }

@@ -9,6 +9,9 @@
 //! `/write` request's records are logged by the ingest thread, which names
 //! the position covering them; the handler waits for the shared
 //! [`DurableMark`] to reach its position, at most `--otlp-ack-timeout-ms`.
+//! A request logged raw skips the ingest thread's answer when the state
+//! that thread publishes proves every record will be taken
+//! (`admission.rs`): one thread wake-up fewer per request.
 //! A request that cannot be made durable in time, or is refused once
 //! logged (queue full), is answered "retry later": its records may still
 //! be stored, at the next start (OTLP delivery is at least once).
@@ -21,6 +24,7 @@ use crossbeam_channel::{Sender, TrySendError};
 use endpoint::{DurableMark, NotDurable};
 use otlp::{Context, Converted, Registry};
 
+use super::admission::Admission;
 use crate::counters::Counters;
 use crate::intake_log::{RawLog, Reservation};
 use crate::receive::{Msg, Taken};
@@ -50,6 +54,9 @@ pub struct Acks {
     /// The intake log, where durable OTLP requests are logged raw
     /// (`None` with queued acknowledgements).
     pub log: Option<Arc<RawLog>>,
+    /// What the ingest thread publishes for a handler to answer a logged
+    /// request without waiting for its answer (see `admission.rs`).
+    pub admission: Arc<Admission>,
 }
 
 /// The answer to one export request after conversion.
@@ -199,6 +206,11 @@ impl Intake {
         };
         let own = logged.as_ref().map(|r| r.position);
         let file = logged.as_ref().map(|r| r.file);
+        let admission = &self.acks.admission;
+        // A request logged raw whose series are all known may not need the
+        // ingest thread's answer (decided once it is handed over).
+        let alone = own.is_some() && answered.is_some() && admission.all_declared(&records);
+        admission.sending();
         // Refused here, a logged request's reservation is dropped: its file
         // is no longer held for it (it comes back at the next start).
         match self.tx.try_send(Msg::Otlp(records, answer, file)) {
@@ -207,16 +219,31 @@ impl Intake {
                     r.handed();
                 }
             }
-            Err(TrySendError::Full(_)) => return Err(Outcome::Busy),
-            Err(TrySendError::Disconnected(_)) => return Err(Outcome::Stopped),
+            Err(e) => {
+                admission.not_sent();
+                return Err(match e {
+                    TrySendError::Full(_) => Outcome::Busy,
+                    TrySendError::Disconnected(_) => Outcome::Stopped,
+                });
+            }
         }
         self.counters
             .recv
             .records_received
             .fetch_add(n, Ordering::Relaxed);
-        match answered {
-            Some(rx) => self.durable(rx, own).await,
-            None => Ok(Taken::default()),
+        match (answered, own) {
+            (Some(_), Some(pos)) if alone && admission.never_late() => {
+                // Every record will be taken: only the entry's durability
+                // is left to wait for.
+                self.acks
+                    .mark
+                    .wait(pos, self.acks.timeout)
+                    .await
+                    .map_err(Outcome::NotDurable)?;
+                Ok(Taken::default())
+            }
+            (Some(rx), _) => self.durable(rx, own).await,
+            (None, _) => Ok(Taken::default()),
         }
     }
 
@@ -340,6 +367,7 @@ pub(crate) mod testing {
             timeout: std::time::Duration::from_secs(5),
             mark: Arc::new(DurableMark::new()),
             log: None,
+            admission: Arc::default(),
         };
         with_acks(token, capacity, acks)
     }
@@ -433,6 +461,7 @@ mod tests {
             timeout: std::time::Duration::from_millis(300),
             mark: mark.clone(),
             log: None,
+            admission: Arc::default(),
         };
         let (i, counters, rx) = super::testing::with_acks(None, 4, acks);
         // A stand-in for the ingest thread: takes each request, names

@@ -14,6 +14,7 @@
 //! HTTP 503 + Retry-After), refused items (late ones included) are
 //! reported in OTLP's partial-success response; all are counted.
 
+mod admission;
 mod conn;
 mod grpc;
 mod grpc_raw;
@@ -28,6 +29,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
+pub use admission::Admission;
 pub use intake::{
     late_reason, not_stored_reason, retry_message, AckMode, Acks, Intake, Outcome, RETRY_AFTER_S,
 };

@@ -11,12 +11,13 @@
 //! as late, when the request is taken, so the request's answer reports it;
 //! none is stored at another time.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use loom::{SourceId, Writer};
 use otlp::{Registry, Shaped};
 
+use super::admission::Admission;
 use crate::intake_log::{FileNo, IntakeLog};
 use crate::reorder::{Keyed, Reorder, Timed};
 use crate::source_state::{Source, Tally};
@@ -42,18 +43,55 @@ pub struct OtlpStage {
     reorder: Option<Reorder<Held>>,
     ready: Vec<Timed<Held>>,
     errors: u64,
+    /// What the handlers answer by themselves from (see `admission.rs`).
+    admission: Arc<Admission>,
+    /// Requests taken; the most late siblings of any announced series;
+    /// series announced to `admission`; series of the last request taken.
+    processed: u64,
+    most: u32,
+    announced: HashSet<u64>,
+    touched: Vec<u64>,
 }
 
 impl OtlpStage {
-    /// A stage holding records `window_us` of event time (0: none).
-    pub fn new(registry: Arc<Registry>, window_us: u64) -> Self {
+    /// A stage holding records `window_us` of event time (0: none),
+    /// publishing what handlers may admit by themselves to `admission`.
+    pub fn new(registry: Arc<Registry>, window_us: u64, admission: Arc<Admission>) -> Self {
         OtlpStage {
             registry,
             series: HashMap::new(),
             reorder: (window_us > 0).then(|| Reorder::new(window_us)),
             ready: Vec::new(),
             errors: 0,
+            admission,
+            processed: 0,
+            most: 0,
+            announced: HashSet::new(),
+            touched: Vec::new(),
         }
+    }
+
+    /// After a request is taken (admitted and added): publishes the
+    /// requests taken and the most late siblings of any series, then
+    /// announces the request's series not announced yet.
+    pub fn published(&mut self, w: &Writer) {
+        self.processed += 1;
+        let mut new = Vec::new();
+        for id in &self.touched {
+            if let Some(s) = self.series.get_mut(id) {
+                self.most = self.most.max(s.late_count(w));
+                if self.announced.insert(*id) {
+                    new.push(*id);
+                }
+            }
+        }
+        // Without a window one request can start several siblings: the
+        // handlers always wait for the answer.
+        let most = match self.reorder {
+            Some(_) => self.most,
+            None => loom::MAX_LATE_GENERATIONS,
+        };
+        self.admission.publish(self.processed, most, &new);
     }
 
     /// Declares the series of one request's records and keeps those that
@@ -77,6 +115,14 @@ impl OtlpStage {
                 .is_some_and(|s| !s.refused_as_late(w, r.time_us))
         });
         t.late += (before - records.len()) as u64;
+        self.touched.clear();
+        for r in &records {
+            if self.touched.last() != Some(&r.source) {
+                self.touched.push(r.source);
+            }
+        }
+        self.touched.sort_unstable();
+        self.touched.dedup();
         records
     }
 
