@@ -8,6 +8,11 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
 use serde_json::Value;
 use testing::LoomApp;
 
@@ -199,4 +204,63 @@ pub fn peak_rss(pid: u32) -> u64 {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .expect("VmHWM");
     kb << 10
+}
+
+/// A resource naming `service` (`service.name`).
+pub fn resource(service: &str) -> Option<Resource> {
+    Some(Resource {
+        attributes: vec![KeyValue {
+            key: "service.name".into(),
+            value: Some(AnyValue {
+                value: Some(Any::StringValue(service.into())),
+            }),
+            ..Default::default()
+        }],
+        ..Default::default()
+    })
+}
+
+/// One request of `spans` (name, start µs, duration µs) of `service`.
+pub fn traces(service: &str, spans: &[(&str, u64, u64)]) -> ExportTraceServiceRequest {
+    ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            resource: resource(service),
+            scope_spans: vec![ScopeSpans {
+                spans: spans
+                    .iter()
+                    .map(|&(name, start_us, dur_us)| Span {
+                        trace_id: vec![7; 16],
+                        span_id: start_us.to_le_bytes().to_vec(),
+                        name: name.into(),
+                        kind: 2,
+                        start_time_unix_nano: start_us * 1000,
+                        end_time_unix_nano: (start_us + dur_us) * 1000,
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    }
+}
+
+/// A single-threaded runtime for a test's gRPC client calls.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+/// `q`'s scalar answer.
+pub fn count(influx: &str, q: &str) -> u64 {
+    scalar(&query(influx, q))
+}
+
+/// Waits until `q` counts `want`, then checks it stays there a moment.
+pub fn settles_at(influx: &str, q: &str, want: u64) {
+    wait_count(influx, q, want);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(count(influx, q), want, "{q}");
 }
