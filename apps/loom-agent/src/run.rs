@@ -154,7 +154,15 @@ pub fn run(cli: Cli) -> Result<(), AgentError> {
     let mut last_flush = Instant::now();
     let mut last_report = Instant::now();
     let mut last = AgentStats::default();
-    let flush = |book: &mut SeriesBook| book.drain(|item| outbox.offer(item));
+    let flush = |book: &mut SeriesBook| {
+        let mut items = Vec::new();
+        book.drain(|item| {
+            if outbox.admit(&item) {
+                items.push(item);
+            }
+        });
+        outbox.send(items);
+    };
     let consume = |batch: Vec<probes::agent::AgentEvent>, book: &mut SeriesBook| {
         for e in &batch {
             match e.comm() {

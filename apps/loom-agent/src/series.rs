@@ -31,16 +31,47 @@ pub enum Item {
 }
 
 /// References by process name and the records waiting per reference.
+///
+/// Events come in runs from one process (a ring buffer's batch is mostly a
+/// few busy tasks), so the last name's reference is kept and a record of
+/// the same name costs a 16-byte compare, not a hash of the name; the
+/// waiting records are slots indexed by reference (references are dense),
+/// with the list of slots in use. At the demo's 40 k events/s the hashing
+/// was a tenth of the agent's CPU.
 #[derive(Default)]
 pub struct SeriesBook {
     refs: HashMap<Vec<u8>, u32>,
     new: Vec<SeriesTags>,
-    pending: HashMap<u32, (u32, Vec<u8>)>,
+    /// The last name looked up (at most a kernel comm's 16 bytes) and its
+    /// reference.
+    last: Option<(Vec<u8>, u32)>,
+    /// Records waiting per reference: count and wire bytes.
+    pending: Vec<(u32, Vec<u8>)>,
+    /// References whose slot holds records, in first-use order.
+    active: Vec<u32>,
     bytes: usize,
 }
 
 impl SeriesBook {
     fn reference(&mut self, comm: &[u8]) -> u32 {
+        if let Some((name, r)) = &self.last {
+            if name.as_slice() == comm {
+                return *r;
+            }
+        }
+        let r = self.look_up(comm);
+        match self.last.as_mut() {
+            Some((name, last)) => {
+                name.clear();
+                name.extend_from_slice(comm);
+                *last = r;
+            }
+            None => self.last = Some((comm.to_vec(), r)),
+        }
+        r
+    }
+
+    fn look_up(&mut self, comm: &[u8]) -> u32 {
         if let Some(&r) = self.refs.get(comm) {
             return r;
         }
@@ -66,10 +97,16 @@ impl SeriesBook {
         }
     }
 
-    /// Adds a record of the process named `comm`.
-    pub fn add(&mut self, comm: &[u8], record: &Record) {
-        let r = self.reference(comm);
-        let (n, buf) = self.pending.entry(r).or_default();
+    /// Appends `record` to reference `r`'s waiting records.
+    fn push(&mut self, r: u32, record: &Record) {
+        let i = r as usize;
+        if self.pending.len() <= i {
+            self.pending.resize_with(i + 1, Default::default);
+        }
+        let (n, buf) = &mut self.pending[i];
+        if *n == 0 {
+            self.active.push(r);
+        }
         let before = buf.len();
         buf.push(record.kind() as u8);
         record.encode_into(buf);
@@ -77,15 +114,16 @@ impl SeriesBook {
         self.bytes += buf.len() - before;
     }
 
+    /// Adds a record of the process named `comm`.
+    pub fn add(&mut self, comm: &[u8], record: &Record) {
+        let r = self.reference(comm);
+        self.push(r, record);
+    }
+
     /// Adds a record without a process (series reference 0: only the
     /// connection's `host` tag), e.g. the agent's own counts.
     pub fn add_untagged(&mut self, record: &Record) {
-        let (n, buf) = self.pending.entry(0).or_default();
-        let before = buf.len();
-        buf.push(record.kind() as u8);
-        record.encode_into(buf);
-        *n += 1;
-        self.bytes += buf.len() - before;
+        self.push(0, record);
     }
 
     /// Bytes of records waiting.
@@ -98,11 +136,14 @@ impl SeriesBook {
         for s in self.new.drain(..) {
             out(Item::Series(s));
         }
-        for (series_ref, (records, payload)) in self.pending.drain() {
+        for series_ref in self.active.drain(..) {
+            let Some((records, payload)) = self.pending.get_mut(series_ref as usize) else {
+                continue;
+            };
             out(Item::Data {
                 series_ref,
-                records,
-                payload,
+                records: std::mem::take(records),
+                payload: std::mem::take(payload),
             });
         }
         self.bytes = 0;
@@ -149,5 +190,51 @@ mod tests {
         let mut again = Vec::new();
         b.drain(|i| again.push(i));
         assert_eq!(again.len(), 1, "a known name is not declared again");
+    }
+
+    /// Runs of one name (the cached reference), names alternating (looked
+    /// up again) and untagged records each land in their own reference,
+    /// with every record counted once and a slot emptied by each drain.
+    #[test]
+    fn records_land_in_their_names_reference() {
+        let mut b = SeriesBook::default();
+        let rec = |tid| {
+            Record::RunQueue(telemetry::RunQueue {
+                pid: 1,
+                tid,
+                cpu: 0,
+                start_us: 1,
+                latency_us: 2,
+            })
+        };
+        let names: [&[u8]; 7] = [b"a", b"a", b"b", b"a", b"c", b"c", b"b"];
+        for (i, n) in names.iter().enumerate() {
+            b.add(n, &rec(i as u32));
+        }
+        b.add_untagged(&rec(99));
+        let mut counts = std::collections::BTreeMap::new();
+        let mut bytes = 0;
+        b.drain(|i| {
+            if let Item::Data {
+                series_ref,
+                records,
+                payload,
+            } = i
+            {
+                assert!(
+                    counts.insert(series_ref, records).is_none(),
+                    "one item per reference"
+                );
+                bytes += payload.len();
+            }
+        });
+        // a is reference 1, b 2, c 3; untagged records are reference 0.
+        let want: std::collections::BTreeMap<u32, u32> = [(0, 1), (1, 3), (2, 2), (3, 2)].into();
+        assert_eq!(counts, want);
+        assert!(bytes > 0);
+        assert_eq!(b.buffered_bytes(), 0);
+        let mut none = 0;
+        b.drain(|_| none += 1);
+        assert_eq!(none, 0, "a drained book hands out nothing");
     }
 }
