@@ -18,8 +18,6 @@ use crate::sender::{self, Identity, SendStats};
 use crate::series::SeriesBook;
 use crate::AgentError;
 
-/// Records are handed to the sender at least this often.
-const FLUSH_INTERVAL: Duration = Duration::from_millis(50);
 /// ... or once this many bytes wait.
 const FLUSH_BYTES: usize = 256 << 10;
 /// Batches of events between the probes and the agent's loop.
@@ -73,6 +71,7 @@ pub fn probe_config(cli: &Cli) -> Result<AgentProbeConfig, AgentError> {
         runqueue: cli.runqueue,
         packets: cli.packets.clone(),
         ring_buffer_bytes: cli.ring_buffer_bytes,
+        poll_interval: Duration::from_millis(cli.flush_interval_ms),
         ..AgentProbeConfig::default()
     })
 }
@@ -150,6 +149,8 @@ pub fn run(cli: Cli) -> Result<(), AgentError> {
     let start = Instant::now();
     let deadline = cli.duration_s.map(Duration::from_secs_f64);
     let interval = Duration::from_secs_f64(cli.report_interval_s.max(0.05));
+    // Records are handed to the sender at least this often.
+    let flush_interval = Duration::from_millis(cli.flush_interval_ms);
     let mut book = SeriesBook::default();
     let mut last_flush = Instant::now();
     let mut last_report = Instant::now();
@@ -177,12 +178,12 @@ pub fn run(cli: Cli) -> Result<(), AgentError> {
         if done {
             break;
         }
-        match rx.recv_timeout(FLUSH_INTERVAL) {
+        match rx.recv_timeout(flush_interval) {
             Ok(batch) => consume(batch, &mut book),
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => break,
         }
-        if book.buffered_bytes() >= FLUSH_BYTES || last_flush.elapsed() >= FLUSH_INTERVAL {
+        if book.buffered_bytes() >= FLUSH_BYTES || last_flush.elapsed() >= flush_interval {
             flush(&mut book);
             last_flush = Instant::now();
         }

@@ -206,8 +206,9 @@ fn connector(id: &Identity) -> Connector {
 }
 
 /// How often an idle sender thread reads acknowledgements and retries a
-/// connection (data wakes it at every flush of the agent's loop anyway).
-const IDLE_PUMP: Duration = Duration::from_millis(50);
+/// connection (data wakes it at every flush of the agent's loop anyway;
+/// each wake-up costs CPU, see `--flush-interval-ms`).
+const IDLE_PUMP: Duration = Duration::from_millis(200);
 
 struct Pump {
     id: Identity,
