@@ -186,7 +186,9 @@ impl Snapshot {
         (t0, t1): (u64, u64),
     ) -> Option<SummaryIter<'_>> {
         if c.first_ts >= t0 && c.last_ts <= t1 {
-            self.summaries(sv, chunk_no)
+            // The entry's address, not `summaries`' second lookup of it.
+            let idx = *self.p.ids.get(&sv.id)?;
+            self.ix.summaries((idx, sv.id.0), chunk_no, || Some(c.addr))
         } else {
             None
         }

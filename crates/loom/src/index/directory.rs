@@ -269,6 +269,50 @@ impl Directory {
     }
 }
 
+/// Walks a range of chunks' entries as [`DirectoryView::get`] gives them,
+/// keeping the paged-out run it is in: a window over an hour of a busy
+/// series meets ~300 000 chunks, and searching the runs and looking the
+/// run's page up again for each was most of finding a chunk's entry.
+pub(crate) struct Entries<'a> {
+    dir: &'a DirectoryView,
+    next: usize,
+    end: usize,
+    /// The paged-out run last met: its chunk numbers and entries.
+    run: Option<(std::ops::Range<usize>, Arc<Vec<ChunkEntry>>)>,
+}
+
+impl Entries<'_> {
+    /// The next chunk's number and entry; `None` past the range or where
+    /// `get` gives none.
+    pub(crate) fn next_entry(&mut self) -> Result<Option<(usize, ChunkEntry)>> {
+        let i = self.next;
+        if i >= self.end {
+            return Ok(None);
+        }
+        self.next += 1;
+        if i >= self.dir.paged_below {
+            return Ok(self.dir.chunks.get(i - self.dir.base).map(|c| (i, c)));
+        }
+        if let Some((chunks, page)) = &self.run {
+            if chunks.contains(&i) && i != chunks.start {
+                return Ok(page.get(i - chunks.start).map(|&c| (i, c)));
+            }
+        }
+        let runs = &self.dir.runs;
+        let r = runs.partition_point(|r| r.end_chunk() <= i);
+        let Some(run) = runs.get(r).filter(|r| r.first_chunk <= i) else {
+            return Ok(None);
+        };
+        if i == run.first_chunk {
+            return Ok(Some((i, run.first)));
+        }
+        let page = self.dir.page(run)?;
+        let entry = page.get(i - run.first_chunk).map(|&c| (i, c));
+        self.run = Some((run.first_chunk..run.end_chunk(), page));
+        Ok(entry)
+    }
+}
+
 impl DirectoryView {
     /// The number of the next chunk: chunk numbers are `start..len()`.
     pub(crate) fn len(&self) -> usize {
@@ -301,6 +345,16 @@ impl DirectoryView {
         }
         let entries = self.page(run)?;
         Ok(entries.get(i - run.first_chunk).copied())
+    }
+
+    /// A cursor over the entries of chunks `range`, in order.
+    pub(crate) fn entries(&self, range: std::ops::Range<usize>) -> Entries<'_> {
+        Entries {
+            dir: self,
+            next: range.start,
+            end: range.end,
+            run: None,
+        }
     }
 
     fn page(&self, run: &PagedRun) -> Result<Arc<Vec<ChunkEntry>>> {

@@ -36,7 +36,7 @@ pub(crate) enum IndexMsg {
     Declare {
         source: usize,
         state: Arc<IndexState>,
-        summaries: SourceSummaries,
+        summaries: Box<SourceSummaries>,
     },
     /// A chunk the writer just sealed, with its block while in memory.
     /// `counted` chunks count toward the writer's lag bound.
@@ -313,7 +313,10 @@ impl Worker {
                 if self.sources.len() <= source {
                     self.sources.resize_with(source + 1, || None);
                 }
-                self.sources[source] = Some(SourceIndex { state, summaries });
+                self.sources[source] = Some(SourceIndex {
+                    state,
+                    summaries: *summaries,
+                });
                 false
             }
             IndexMsg::Sealed {

@@ -2,6 +2,7 @@
 //! indexer thread that builds range-index summaries.
 
 pub(crate) mod bins;
+pub(crate) mod compact;
 pub(crate) mod directory;
 pub(crate) mod index_files;
 pub(crate) mod indexer;

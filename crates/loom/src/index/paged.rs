@@ -20,6 +20,7 @@ use std::time::Instant;
 
 use crate::bin_summary::BinSummary;
 use crate::error::{Error, Result};
+use crate::index::compact::{compact, BinCount, ChunkTotal};
 use crate::index::directory::{ChunkEntry, PagedRun, ENTRY_BYTES};
 use crate::storage::segment_index;
 use crate::storage::segments::DROPPED_GRACE;
@@ -33,6 +34,9 @@ pub(crate) struct SegmentSummaries {
     /// Chunk addresses, ascending, with where their summaries sit in `bins`.
     chunks: Vec<(u64, u32, u32)>,
     bins: Vec<BinSummary>,
+    /// `bins`' bins and counts, and each chunk's total (`compact`).
+    counts: Vec<BinCount>,
+    totals: Vec<ChunkTotal>,
 }
 
 impl SegmentSummaries {
@@ -52,14 +56,21 @@ impl SegmentSummaries {
         flat.chunks.sort_by_key(|c| c.0);
         flat.chunks.shrink_to_fit();
         flat.bins.shrink_to_fit();
+        let (counts, totals) = compact(&flat.chunks, &flat.bins);
         SegmentSummaries {
             chunks: flat.chunks,
             bins: flat.bins,
+            counts,
+            totals,
         }
     }
 
     fn bytes(&self) -> usize {
-        self.bins.capacity() * SUMMARY_BYTES + self.chunks.capacity() * 16 + 64
+        self.bins.capacity() * SUMMARY_BYTES
+            + self.chunks.capacity() * 16
+            + self.counts.capacity() * std::mem::size_of::<BinCount>()
+            + self.totals.capacity() * std::mem::size_of::<ChunkTotal>()
+            + 64
     }
 
     /// Where the summaries of the chunk at `addr` sit, and its position in
@@ -89,9 +100,26 @@ pub(crate) struct PagedBins {
     seg: Arc<SegmentSummaries>,
     next: usize,
     end: usize,
+    /// The chunk's position in the page's `chunks` (and `totals`).
+    chunk: usize,
 }
 
 impl PagedBins {
+    /// The bins and counts of the summaries not iterated yet, and the
+    /// chunk's total (all of its summaries).
+    pub(crate) fn compact(&self) -> Option<(&[BinCount], ChunkTotal)> {
+        let counts = self.seg.counts.get(self.next..self.end)?;
+        Some((counts, *self.seg.totals.get(self.chunk)?))
+    }
+
+    /// The summary of bin `bin`, if the chunk has one, its position found
+    /// in the compact copies (as `bin_summary::find_bin` finds it).
+    pub(crate) fn find_compact(&self, bin: u32) -> Option<BinSummary> {
+        let counts = self.seg.counts.get(self.next..self.end)?;
+        let k = crate::index::compact::position(counts, bin)?;
+        self.seg.bins.get(self.next.checked_add(k)?).copied()
+    }
+
     /// The summary of bin `bin`, if the chunk has one (summaries are in
     /// bin order: a binary search).
     pub(crate) fn find_bin(&self, bin: u32) -> Option<BinSummary> {
@@ -318,6 +346,7 @@ impl SummaryPages {
             seg,
             next: start as usize,
             end: start as usize + len as usize,
+            chunk: at,
         })
     }
 

@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use crate::bin_summary::{BinSummary, FineLayout};
+use crate::index::compact::{BinCount, ChunkTotal};
 use crate::index::paged::{PagedBins, SummaryPages, SUMMARY_BYTES};
 use crate::index::state::IndexState;
 use crate::log::record::for_each_bytes;
@@ -29,6 +30,10 @@ pub(crate) struct BinSpan {
 pub(crate) struct SourceSummaries {
     spans: AppendVec<BinSpan>,
     bins: AppendVec<BinSummary>,
+    /// `bins`' bins and counts, and each chunk's total (`spans`' order):
+    /// the compact copies a window's first pass reads (`index::compact`).
+    counts: AppendVec<BinCount>,
+    totals: AppendVec<ChunkTotal>,
     /// Chunk number of `spans[0]`: paging out starts the vectors again
     /// at the first chunk kept, so a source holds exactly what is not
     /// paged (not up to a slab more).
@@ -70,6 +75,8 @@ impl SourceSummaries {
         SourceSummaries {
             spans: AppendVec::new(PAGE),
             bins: AppendVec::new(PAGE),
+            counts: AppendVec::new(PAGE),
+            totals: AppendVec::new(PAGE),
             span_base: 0,
             bin_base: 0,
             paged_below: 0,
@@ -120,7 +127,10 @@ impl SourceSummaries {
 
     /// Bytes these summaries hold in memory (spans and bin summaries).
     pub(crate) fn held_bytes(&self) -> usize {
-        self.spans.held() * std::mem::size_of::<BinSpan>() + self.bins.held() * SUMMARY_BYTES
+        self.spans.held() * std::mem::size_of::<BinSpan>()
+            + self.bins.held() * SUMMARY_BYTES
+            + self.counts.held() * std::mem::size_of::<BinCount>()
+            + self.totals.held() * std::mem::size_of::<ChunkTotal>()
     }
 
     /// The oldest segment whose summaries are still in memory.
@@ -155,17 +165,26 @@ impl SourceSummaries {
     fn restart_at(&mut self, chunk: usize) {
         let first_bin = self.first_bin_from(chunk);
         let mut spans = AppendVec::new(PAGE);
+        let mut totals = AppendVec::new(PAGE);
         for i in chunk..self.next_chunk() {
             spans.push(self.span(i).unwrap_or(BinSpan::UNKNOWN));
+            let total = i
+                .checked_sub(self.span_base)
+                .and_then(|k| self.totals.get(k));
+            totals.push(total.unwrap_or_else(|| ChunkTotal::of(&[])));
         }
         let mut bins = AppendVec::new(PAGE);
+        let mut counts = AppendVec::new(PAGE);
         for b in first_bin..self.next_bin() {
             let i = (b - self.bin_base) as usize;
             bins.push(self.bins.get(i).unwrap_or_default());
+            counts.push(self.counts.get(i).unwrap_or_default());
         }
         self.spans = spans;
+        self.totals = totals;
         self.span_base = chunk;
         self.bins = bins;
+        self.counts = counts;
         self.bin_base = first_bin;
     }
 
@@ -183,9 +202,12 @@ impl SourceSummaries {
         // Bins are pushed in chunk order, so the first bin still needed is
         // the first in-memory bin of the chunks from `chunk` on.
         let first_bin = self.first_bin_from(chunk);
-        self.bins
-            .drop_below(first_bin.saturating_sub(self.bin_base) as usize);
-        self.spans.drop_below(chunk.saturating_sub(self.span_base));
+        let first_bin = first_bin.saturating_sub(self.bin_base) as usize;
+        self.bins.drop_below(first_bin);
+        self.counts.drop_below(first_bin);
+        let chunk = chunk.saturating_sub(self.span_base);
+        self.spans.drop_below(chunk);
+        self.totals.drop_below(chunk);
     }
 
     /// Appends the next chunk (at log address `addr`), whose summaries
@@ -193,6 +215,7 @@ impl SourceSummaries {
     pub(crate) fn push_paged(&mut self, addr: u64) {
         self.mark(addr);
         self.spans.push(BinSpan::PAGED);
+        self.totals.push(ChunkTotal::of(&[]));
     }
 
     /// Appends the summaries of the next chunk (at log address `addr`).
@@ -201,7 +224,12 @@ impl SourceSummaries {
         let start = self.next_bin();
         for b in bins {
             self.bins.push(*b);
+            self.counts.push(BinCount {
+                bin: b.bin,
+                count: b.count,
+            });
         }
+        self.totals.push(ChunkTotal::of(bins));
         self.spans.push(BinSpan {
             start,
             len: bins.len() as u32,
@@ -212,6 +240,8 @@ impl SourceSummaries {
         SourceIndexView {
             spans: self.spans.view(),
             bins: self.bins.view(),
+            counts: self.counts.view(),
+            totals: self.totals.view(),
             span_base: self.span_base,
             bin_base: self.bin_base,
             paged_below: self.paged_below,
@@ -224,6 +254,8 @@ impl SourceSummaries {
 pub(crate) struct SourceIndexView {
     spans: AppendView<BinSpan>,
     bins: AppendView<BinSummary>,
+    counts: AppendView<BinCount>,
+    totals: AppendView<ChunkTotal>,
     span_base: usize,
     bin_base: u64,
     paged_below: usize,
@@ -245,8 +277,12 @@ pub(crate) struct IndexSnapshot {
 /// One chunk's summaries, from memory or from a paged segment.
 #[derive(Clone)]
 pub(crate) enum SummaryIter<'a> {
-    /// In memory, in one slab (nearly always).
-    Slice(std::slice::Iter<'a, BinSummary>),
+    /// In memory, in one slab (nearly always), with the compact copies
+    /// when they are in one slab too.
+    Slice(
+        std::slice::Iter<'a, BinSummary>,
+        Option<(&'a [BinCount], ChunkTotal)>,
+    ),
     /// Bins `next..end` of `bins` (indices in the vector, not bin numbers).
     Memory {
         bins: &'a AppendView<BinSummary>,
@@ -261,9 +297,35 @@ impl SummaryIter<'_> {
     /// where the summaries sit in one slice (they are in bin order).
     pub(crate) fn find_bin(self, bin: u32) -> Option<BinSummary> {
         match self {
-            SummaryIter::Slice(it) => crate::bin_summary::find_bin(it.as_slice(), bin),
+            SummaryIter::Slice(it, _) => crate::bin_summary::find_bin(it.as_slice(), bin),
             SummaryIter::Paged(p) => p.find_bin(bin),
             mut other => other.find(|b| b.bin == bin),
+        }
+    }
+
+    /// The bins and counts of the summaries and the chunk's total, where
+    /// the page they were read from keeps them (`index::compact`): for a
+    /// pass that needs no more of most summaries.
+    #[inline]
+    pub(crate) fn compact(&self) -> Option<(&[BinCount], ChunkTotal)> {
+        match self {
+            SummaryIter::Paged(p) => p.compact(),
+            // Only while none is iterated (the total is of them all).
+            SummaryIter::Slice(it, Some((c, t))) if it.len() == c.len() => Some((c, *t)),
+            _ => None,
+        }
+    }
+
+    /// The summary of bin `bin`, found in the compact copies where the
+    /// page keeps them (one summary loaded), else as [`Self::find_bin`].
+    pub(crate) fn find_compact(&self, bin: u32) -> Option<BinSummary> {
+        match self {
+            SummaryIter::Paged(p) => p.find_compact(bin),
+            SummaryIter::Slice(it, Some((c, _))) if it.len() == c.len() => it
+                .as_slice()
+                .get(crate::index::compact::position(c, bin)?)
+                .copied(),
+            other => other.clone().find_bin(bin),
         }
     }
 }
@@ -274,7 +336,7 @@ impl Iterator for SummaryIter<'_> {
     #[inline]
     fn next(&mut self) -> Option<BinSummary> {
         match self {
-            SummaryIter::Slice(it) => it.next().copied(),
+            SummaryIter::Slice(it, _) => it.next().copied(),
             SummaryIter::Memory { bins, next, end } => {
                 while *next < *end {
                     let i = *next;
@@ -325,16 +387,16 @@ impl IndexSnapshot {
         if chunk_no < v.paged_below {
             return paged();
         }
-        let span = v
-            .spans
-            .get(chunk_no.checked_sub(v.span_base)?)
-            .filter(|s| *s != BinSpan::UNKNOWN)?;
+        let pos = chunk_no.checked_sub(v.span_base)?;
+        let span = v.spans.get(pos).filter(|s| *s != BinSpan::UNKNOWN)?;
         if span == BinSpan::PAGED {
             return paged();
         }
         let next = span.start.checked_sub(v.bin_base)?;
         if let Some(s) = v.bins.slice(next as usize, span.len as usize) {
-            return Some(SummaryIter::Slice(s.iter()));
+            let compact = v.counts.slice(next as usize, span.len as usize);
+            let compact = compact.zip(v.totals.get(pos));
+            return Some(SummaryIter::Slice(s.iter(), compact));
         }
         Some(SummaryIter::Memory {
             bins: &v.bins,

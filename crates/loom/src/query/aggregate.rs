@@ -2,6 +2,7 @@
 
 use crate::bin_summary::BinSummary;
 use crate::error::{Error, Result};
+use crate::index::compact::ChunkTotal;
 use crate::index::state::IndexState;
 use crate::query::edge::is_left_edge;
 use crate::query::window::{EdgeScratch, Extremes};
@@ -48,6 +49,12 @@ impl Aggregate {
             hi = hi.max(b.max);
         }
         self.merge(n, sum, lo, hi);
+    }
+
+    /// Adds a chunk's total (its summaries merged beforehand).
+    #[inline]
+    pub(crate) fn merge_total(&mut self, t: &ChunkTotal) {
+        self.merge(t.count, t.sum, t.min, t.max);
     }
 
     /// Adds another part's values (nothing when it is empty).
@@ -110,10 +117,13 @@ impl Snapshot {
         if t0 > t1 {
             return Ok(());
         }
-        for i in sv.dir.overlapping(t0, t1)? {
-            let Some(c) = sv.dir.get(i)? else { break };
+        let mut entries = sv.dir.entries(sv.dir.overlapping(t0, t1)?);
+        while let Some((i, c)) = entries.next_entry()? {
             if let Some(bins) = self.covered_summaries(sv, i, &c, (t0, t1)) {
-                agg.merge_bins(bins);
+                match bins.compact() {
+                    Some((_, total)) => agg.merge_total(&total),
+                    None => agg.merge_bins(bins),
+                }
                 continue;
             }
             if is_left_edge(&c, t0, t1)

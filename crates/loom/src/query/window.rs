@@ -138,8 +138,9 @@ pub struct WindowBins<'a> {
     bins: Gathered,
     agg: Aggregate,
     extremes: Extremes,
-    /// The window's chunks, in each source's order (one bin layout only).
-    parts: Vec<Part<'a>>,
+    /// The window's chunks, in each source's order (one bin layout only);
+    /// `None` past [`MAX_KEPT`] of them, found again by the rank pass.
+    parts: Option<Vec<Part<'a>>>,
     /// The bin the thread's previous rank fell in (same layout; `u32::MAX`
     /// for none), whose summaries the gathering pass kept per chunk.
     hint: u32,
@@ -180,7 +181,7 @@ impl Snapshot {
         let views = indexed_views(self, ids)?;
         let mut agg = Aggregate::default();
         let mut scratch = EdgeScratch::default();
-        let mut parts = Vec::new();
+        let mut parts = Some(Vec::new());
         let first = views.first().map(|&(_, ix)| ix);
         let shared = first.filter(|f| {
             views
@@ -240,7 +241,7 @@ impl Snapshot {
         (view, sv, ix): (usize, &SourceView, &IndexState),
         (t0, t1): (u64, u64),
         need: Extremes,
-        (counts, agg, parts): (&mut [u64], &mut Aggregate, &mut Vec<Part<'s>>),
+        (counts, agg, parts): (&mut [u64], &mut Aggregate, &mut Option<Vec<Part<'s>>>),
         scratch: &mut EdgeScratch,
         hint: u32,
     ) -> Result<()> {
@@ -253,33 +254,29 @@ impl Snapshot {
             }
             walked.add(v);
         };
-        for i in sv.dir.overlapping(t0, t1)? {
-            let Some(c) = sv.dir.get(i)? else { break };
+        let mut entries = sv.dir.entries(sv.dir.overlapping(t0, t1)?);
+        while let Some((i, c)) = entries.next_entry()? {
             if let Some(bins) = self.covered_summaries(sv, i, &c, (t0, t1)) {
-                let kept = bins.clone();
-                let mut at_hint = None;
-                for b in bins {
-                    if let Some(c) = counts.get_mut(b.bin as usize) {
-                        *c += u64::from(b.count);
-                    }
-                    if b.bin == hint {
-                        at_hint = Some(b);
-                    }
-                    agg.merge_bin(&b);
-                }
-                parts.push(Part::Covered {
-                    view,
-                    addr: c.addr,
-                    bins: kept,
-                    at_hint,
-                });
+                let at_hint = add_covered(&bins, counts, agg, hint);
+                keep(
+                    parts,
+                    Part::Covered {
+                        view,
+                        addr: c.addr,
+                        bins,
+                        at_hint,
+                    },
+                );
                 continue;
             }
-            parts.push(Part::Read {
-                view,
-                chunk: i,
-                addr: c.addr,
-            });
+            keep(
+                parts,
+                Part::Read {
+                    view,
+                    chunk: i,
+                    addr: c.addr,
+                },
+            );
             let edge = if is_left_edge(&c, t0, t1) {
                 self.left_edge_part((sv, ix), (i, &c), t0, need, scratch, |v| {
                     add(counts, &mut walked, v)
@@ -328,6 +325,72 @@ impl Snapshot {
             });
         }
         Ok(())
+    }
+}
+
+/// Chunks of a window kept for its rank pass (~128 bytes each): a 5 s
+/// bucket holds hundreds, but one window over a busy hour ~300 000
+/// (~38 MB); past this many, the rank pass finds them again instead.
+#[cfg(not(test))]
+const MAX_KEPT: usize = 1 << 16;
+/// A few, so unit tests take the rank pass's second walk.
+#[cfg(test)]
+const MAX_KEPT: usize = 4;
+
+/// Keeps `part` for the rank pass, or drops every part once there are
+/// [`MAX_KEPT`].
+fn keep<'a>(parts: &mut Option<Vec<Part<'a>>>, part: Part<'a>) {
+    if let Some(kept) = parts {
+        if kept.len() < MAX_KEPT {
+            kept.push(part);
+        } else {
+            *parts = None;
+        }
+    }
+}
+
+/// Adds a chunk inside the window to `counts` by bin and to `agg`, and
+/// returns its summary of bin `hint` if it has one. A paged chunk's
+/// compact copies are read (`index::compact`: 8 bytes a bin, not 48, and
+/// one total for the aggregate) and no summary: the rank pass finds its
+/// bin in the compact copies, still in cache, and loads that summary
+/// then (fetching it here cost a cache miss per chunk whatever the rank's
+/// bin turned out to be).
+#[inline]
+fn add_covered(
+    bins: &SummaryIter<'_>,
+    counts: &mut [u64],
+    agg: &mut Aggregate,
+    hint: u32,
+) -> Option<BinSummary> {
+    if let Some((compact, total)) = bins.compact() {
+        for b in compact {
+            if let Some(c) = counts.get_mut(b.bin as usize) {
+                *c += u64::from(b.count);
+            }
+        }
+        agg.merge_total(&total);
+        return None;
+    }
+    let mut at_hint = None;
+    for b in bins.clone() {
+        if let Some(c) = counts.get_mut(b.bin as usize) {
+            *c += u64::from(b.count);
+        }
+        if b.bin == hint {
+            at_hint = Some(b);
+        }
+        agg.merge_bin(&b);
+    }
+    at_hint
+}
+
+/// Appends a record's value if it falls in bin `target`.
+#[inline]
+fn take(ix: &IndexState, target: u32, values: &mut BinValues, bytes: &[u8]) {
+    let v = ix.value(bytes);
+    if ix.bins.bin_of(v) == target {
+        values.push(v);
     }
 }
 
@@ -402,60 +465,136 @@ impl WindowBins<'_> {
     /// read, nor one without records in it; the others are read, and
     /// each source's tail.
     fn values_in_bin(&self, target: u32, values: &mut BinValues) -> Result<()> {
-        let (snap, (t0, t1)) = (self.snap, (self.t0, self.t1));
+        let (t0, t1) = (self.t0, self.t1);
         let mut few = Vec::new();
-        let take = |ix: &IndexState, values: &mut BinValues, bytes: &[u8]| {
-            let v = ix.value(bytes);
-            if ix.bins.bin_of(v) == target {
-                values.push(v);
+        match &self.parts {
+            Some(parts) => {
+                let hinted = target == self.hint;
+                // Paged chunks' summaries of the bin are loaded first, in
+                // a loop of loads only, so their cache misses overlap.
+                let mut loaded = Vec::new();
+                for part in parts {
+                    match part {
+                        Part::Covered {
+                            view, addr, bins, ..
+                        } if bins.compact().is_some() => {
+                            if let Some(b) = bins.find_compact(target) {
+                                loaded.push((*view, *addr, b));
+                            }
+                        }
+                        _ => self.part_in_bin(part, target, hinted, values, &mut few)?,
+                    }
+                }
+                for (view, addr, b) in loaded {
+                    self.summary_in_bin((view, addr), b, values, &mut few)?;
+                }
             }
-        };
-        for part in &self.parts {
-            let (view, addr) = match part {
-                Part::Covered {
-                    view,
-                    addr,
-                    bins,
-                    at_hint,
-                } => {
-                    // The gathering pass saw every bin of the chunk: no
-                    // summary of the hinted bin means no record in it.
-                    let found = if target == self.hint {
-                        *at_hint
-                    } else {
-                        bins.clone().find_bin(target)
-                    };
-                    let Some(b) = found else {
-                        continue;
-                    };
-                    let ix = self.views[*view].1;
-                    few.clear();
-                    if b.exact_values(&mut few).is_some() {
-                        few.iter().for_each(|&v| values.push(v));
-                        continue;
+            // Too many to keep: the gathering pass's walk again.
+            None => {
+                for (view, &(sv, _)) in self.views.iter().enumerate() {
+                    let mut entries = sv.dir.entries(sv.dir.overlapping(t0, t1)?);
+                    while let Some((i, c)) = entries.next_entry()? {
+                        let part = match self.snap.covered_summaries(sv, i, &c, (t0, t1)) {
+                            Some(bins) => Part::Covered {
+                                view,
+                                addr: c.addr,
+                                bins,
+                                at_hint: None,
+                            },
+                            None => Part::Read {
+                                view,
+                                chunk: i,
+                                addr: c.addr,
+                            },
+                        };
+                        self.part_in_bin(&part, target, false, values, &mut few)?;
                     }
-                    if let Some((lo, counts)) = ix.fine.as_ref().and_then(|f| b.fine_counts(f)) {
-                        values.add_counts(lo, &counts);
-                        continue;
-                    }
-                    (*view, *addr)
                 }
-                Part::Read { view, chunk, addr } => {
-                    let sv = self.views[*view].0;
-                    let holds = snap.summaries(sv, *chunk).map(|b| b.find_bin(target));
-                    if let Some(None) = holds {
-                        continue;
-                    }
-                    (*view, *addr)
-                }
-            };
-            let ix = self.views[view].1;
-            note_decoded();
-            snap.each_in_chunk(addr, t0, t1, |_, b| take(ix, values, b))?;
+            }
         }
         for &(sv, ix) in &self.views {
-            snap.each_in_tail(sv, t0, t1, |_, b| take(ix, values, b))?;
+            self.snap
+                .each_in_tail(sv, t0, t1, |_, b| take(ix, target, values, b))?;
         }
         Ok(())
     }
+
+    /// Appends the values of chunk `addr` (of source `view`) whose summary
+    /// of the rank's bin is `b`: from the summary when it pins them down,
+    /// else by reading the chunk.
+    fn summary_in_bin(
+        &self,
+        (view, addr): (usize, u64),
+        b: BinSummary,
+        values: &mut BinValues,
+        few: &mut Vec<u64>,
+    ) -> Result<()> {
+        let ix = self.views[view].1;
+        few.clear();
+        if b.exact_values(few).is_some() {
+            few.iter().for_each(|&v| values.push(v));
+            return Ok(());
+        }
+        if let Some((lo, counts)) = ix.fine.as_ref().and_then(|f| b.fine_counts(f)) {
+            values.add_counts(lo, &counts);
+            return Ok(());
+        }
+        note_decoded();
+        let target = b.bin;
+        self.snap
+            .each_in_chunk(addr, self.t0, self.t1, |_, bytes| {
+                take(ix, target, values, bytes)
+            })?;
+        Ok(())
+    }
+
+    /// Appends one chunk's values in bin `target` (`hinted`: `target` is
+    /// the hint, and `at_hint` holds the chunk's summary of it).
+    fn part_in_bin(
+        &self,
+        part: &Part<'_>,
+        target: u32,
+        hinted: bool,
+        values: &mut BinValues,
+        few: &mut Vec<u64>,
+    ) -> Result<()> {
+        let snap = self.snap;
+        let (view, addr) = match part {
+            Part::Covered {
+                view,
+                addr,
+                bins,
+                at_hint,
+            } => {
+                // The gathering pass saw every bin of the chunk: no
+                // summary of the hinted bin means no record in it (a
+                // paged chunk's is found in its compact copies).
+                let found = match bins.compact() {
+                    Some(_) => bins.find_compact(target),
+                    None if hinted => *at_hint,
+                    None => bins.clone().find_bin(target),
+                };
+                let Some(b) = found else {
+                    return Ok(());
+                };
+                return self.summary_in_bin((*view, *addr), b, values, few);
+            }
+            Part::Read { view, chunk, addr } => {
+                let sv = self.views[*view].0;
+                let holds = snap.summaries(sv, *chunk).map(|b| b.find_bin(target));
+                if let Some(None) = holds {
+                    return Ok(());
+                }
+                (*view, *addr)
+            }
+        };
+        let ix = self.views[view].1;
+        note_decoded();
+        snap.each_in_chunk(addr, self.t0, self.t1, |_, b| take(ix, target, values, b))?;
+        Ok(())
+    }
 }
+
+#[cfg(test)]
+#[path = "window_tests.rs"]
+mod tests;

@@ -132,7 +132,7 @@ pub(crate) fn replay(
         index_msgs.push(IndexMsg::Declare {
             source: i,
             state: Arc::clone(state),
-            summaries,
+            summaries: Box::new(summaries),
         });
         for (chunk_no, c) in chunks.into_iter().enumerate().skip(prefix) {
             index_msgs.push(match (c.bins, c.paged) {

@@ -163,14 +163,14 @@ impl Writer {
         self.send_index(IndexMsg::Declare {
             source: idx,
             state: Arc::clone(&state),
-            summaries: SourceSummaries::starting_at(
+            summaries: Box::new(SourceSummaries::starting_at(
                 first,
                 if state.persistable() {
                     self.layout.segment_size
                 } else {
                     0
                 },
-            ),
+            )),
         })?;
         for chunk_no in first..dir.len() {
             // A paged-out entry that cannot be read back leaves its chunk
