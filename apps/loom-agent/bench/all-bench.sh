@@ -90,7 +90,7 @@ echo "ALL seconds=$elapsed $agent"
 echo "ALL loom-app $stats"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 awk -v ev="$events" -v cpu="$ag_cpu" -v s="$elapsed" -v app="$APP_MAX" -v ag="$ag_kb" -v anon="$AG_ANON_MAX" \
-  -v kd="$(field "$agent" kernel_drops)" -v cd="$(field "$agent" channel_drops)" \
+  -v kd="$(field "$agent" kernel_drops)" \
   -v qd="$(field "$agent" queue_drops)" -v sd="$(field "$agent" send_drops)" \
   -v rd="$(field "$stats" dropped)" -v late="$(field "$stats" late)" -v sr="$(field "$stats" series_refused)" \
   -v ls="$(field "$stats" late_stored)" \
@@ -101,7 +101,7 @@ awk -v ev="$events" -v cpu="$ag_cpu" -v s="$elapsed" -v app="$APP_MAX" -v ag="$a
   printf "%-40s %14.0f %10s\n", "agent events", ev, ""
   printf "%-40s %14.0f %10s\n", "events/s", ev / s, ""
   printf "%-40s %14.0f %10s\n", "loom-app records ingested", ing, ""
-  printf "%-40s %14s %10s\n", "drops: kernel / queue / send", kd "/" (cd + qd) "/" sd, "0"
+  printf "%-40s %14s %10s\n", "drops: kernel / queue / send", kd "/" qd "/" sd, "0"
   printf "%-40s %14s %10s\n", "loom-app dropped/late/refused/not stored", rd "/" late "/" sr "/" ns, "0"
   printf "%-40s %14s %10s\n", "loom-app late stored at their own time", ls, ""
   printf "%-40s %14.0f %10s\n", "loom-app max RSS (MB)", app / 1024, "<= 512"

@@ -39,7 +39,7 @@ agent_run() {
   echo "  $* -> $(grep -o 'syscalls: [^)]*' "$WORK/agent.log")" >&2
   run_loop
   kill -INT $a; wait $a || true
-  echo "  $* -> $(grep -o 'AGENT events=[0-9]* kernel_drops=[0-9]* channel_drops=[0-9]*' "$WORK/agent.log")" >&2
+  echo "  $* -> $(grep -o 'AGENT events=[0-9]* kernel_drops=[0-9]*' "$WORK/agent.log")" >&2
 }
 with_bpftrace() {
   bpftrace -e "$1" >"$WORK/bt.log" 2>&1 &

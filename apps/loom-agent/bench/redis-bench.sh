@@ -66,7 +66,7 @@ start_agent() { # $1: the host tag of this run's series
 }
 stop_agent() { # AGENT_STATS: the agent's events and drops (run in this shell: it waits for the agent)
   kill -INT $AG; wait $AG || true
-  AGENT_STATS=$(grep -o 'AGENT events=[0-9]* kernel_drops=[0-9]* channel_drops=[0-9]* sent=[0-9]* acked=[0-9]* queue_drops=[0-9]* send_drops=[0-9]*' \
+  AGENT_STATS=$(grep -o 'AGENT events=[0-9]* kernel_drops=[0-9]* sent=[0-9]* acked=[0-9]* queue_drops=[0-9]* send_drops=[0-9]*' \
     "$WORK/agent.log" | sed 's/^AGENT //')
 }
 
@@ -108,7 +108,7 @@ echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
        m = f["mode"]; rps[m] += f["requests_per_s"]; n[m]++
        if (m == "none") base = f["requests_per_s"]; else loss[m] += 1 - f["requests_per_s"] / base
-       if (m == "agent") { ev += f["events"]; dr += f["kernel_drops"] + f["channel_drops"] + f["queue_drops"] + f["send_drops"]; st += f["stored"] } }
+       if (m == "agent") { ev += f["events"]; dr += f["kernel_drops"] + f["queue_drops"] + f["send_drops"]; st += f["stored"] } }
      END { printf "%-10s %12s %18s\n", "mode", "requests/s", "loss vs none"
            split("none bpftrace agent", ms, " ")
            for (i = 1; i <= 3; i++) { k = ms[i]; printf "%-10s %12.0f %17.1f%%\n", k, rps[k] / n[k], 100 * loss[k] / n[k] }

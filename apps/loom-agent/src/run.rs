@@ -14,14 +14,11 @@ use probes::agent::{
 use telemetry::wire::sender as wire_sender;
 
 use crate::cli::{AttachArg, Cli};
+use crate::encode::{Encoder, SharedBook};
 use crate::sender::{self, Identity, SendStats};
 use crate::series::SeriesBook;
 use crate::AgentError;
 
-/// ... or once this many bytes wait.
-const FLUSH_BYTES: usize = 256 << 10;
-/// Batches of events between the probes and the agent's loop.
-const EVENT_QUEUE_BATCHES: usize = 4096;
 /// How long a stopping agent keeps trying to deliver what it holds.
 const DRAIN_DEADLINE: Duration = Duration::from_secs(5);
 
@@ -121,23 +118,37 @@ fn host_of(addr: &str) -> &str {
 pub fn run(cli: Cli) -> Result<(), AgentError> {
     let config = probe_config(&cli)?;
     let id = identity(&cli)?;
-    let stop = Arc::new(AtomicBool::new(false));
+    // Ctrl-C / SIGTERM and the end of the probe thread wake the main
+    // thread, which otherwise sleeps until the next progress line.
+    let (wake_tx, wake) = crossbeam_channel::bounded::<()>(4);
     {
-        let stop = stop.clone();
-        let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
+        let wake_tx = wake_tx.clone();
+        let _ = ctrlc::set_handler(move || {
+            let _ = wake_tx.try_send(());
+        });
     }
-    let (tx, rx) = crossbeam_channel::bounded(EVENT_QUEUE_BATCHES);
-    let probes = AgentProbes::start(config, tx)?;
-    let offset_ns = monotonic_to_wall_ns();
     let send_stats = Arc::new(SendStats::default());
     let sender_stop = Arc::new(AtomicBool::new(false));
+    // Records are handed to the sender at least this often.
+    let flush_interval = Duration::from_millis(cli.flush_interval_ms);
     let (outbox, sender_thread) = sender::start(
         id.clone(),
         cli.buffer_bytes,
         send_stats.clone(),
         sender_stop.clone(),
         DRAIN_DEADLINE,
+        flush_interval,
     );
+    let outbox = Arc::new(outbox);
+    let book = SharedBook::default();
+    let encoder = Encoder::new(
+        book.clone(),
+        outbox.clone(),
+        monotonic_to_wall_ns(),
+        flush_interval,
+        wake_tx,
+    );
+    let probes = AgentProbes::start(config, encoder)?;
     let syscalls = probes
         .syscall_plan
         .as_ref()
@@ -149,43 +160,21 @@ pub fn run(cli: Cli) -> Result<(), AgentError> {
     let start = Instant::now();
     let deadline = cli.duration_s.map(Duration::from_secs_f64);
     let interval = Duration::from_secs_f64(cli.report_interval_s.max(0.05));
-    // Records are handed to the sender at least this often.
-    let flush_interval = Duration::from_millis(cli.flush_interval_ms);
-    let mut book = SeriesBook::default();
-    let mut last_flush = Instant::now();
     let mut last_report = Instant::now();
     let mut last = AgentStats::default();
-    let flush = |book: &mut SeriesBook| {
-        let mut items = Vec::new();
-        book.drain(|item| {
-            if outbox.admit(&item) {
-                items.push(item);
-            }
-        });
-        outbox.send(items);
-    };
-    let consume = |batch: Vec<probes::agent::AgentEvent>, book: &mut SeriesBook| {
-        for e in &batch {
-            match e.comm() {
-                Some(comm) => book.add(comm, &e.to_record(offset_ns)),
-                None => book.add_untagged(&e.to_record(offset_ns)),
-            }
-        }
-    };
     let mut counted = Counted::default();
     loop {
-        let done = stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| start.elapsed() >= d);
-        if done {
-            break;
+        let mut wait = interval.saturating_sub(last_report.elapsed());
+        if let Some(d) = deadline {
+            let left = d.saturating_sub(start.elapsed());
+            if left.is_zero() {
+                break;
+            }
+            wait = wait.min(left);
         }
-        match rx.recv_timeout(flush_interval) {
-            Ok(batch) => consume(batch, &mut book),
+        match wake.recv_timeout(wait) {
             Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => break,
-        }
-        if book.buffered_bytes() >= FLUSH_BYTES || last_flush.elapsed() >= flush_interval {
-            flush(&mut book);
-            last_flush = Instant::now();
+            Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
         }
         if last_report.elapsed() >= interval {
             let now = probes.stats();
@@ -193,17 +182,16 @@ pub fn run(cli: Cli) -> Result<(), AgentError> {
                 "{}",
                 progress(&now, &last, &send_stats, last_report.elapsed())
             );
-            counted.record(&now, &send_stats, &mut book);
+            counted.record(&now, &send_stats, &mut book.lock());
             last = now;
             last_report = Instant::now();
         }
     }
+    // The probe thread hands over its last events before it ends.
     let final_stats = probes.stop()?;
-    for batch in rx.try_iter() {
-        consume(batch, &mut book);
-    }
+    let mut book = book.lock();
     counted.record(&final_stats, &send_stats, &mut book);
-    flush(&mut book);
+    outbox.send_book(&mut book);
     sender_stop.store(true, Ordering::SeqCst);
     drop(outbox);
     let _ = sender_thread.join();
@@ -215,7 +203,7 @@ pub fn run(cli: Cli) -> Result<(), AgentError> {
 /// `agent` records carry the change since the last ones.
 #[derive(Default)]
 struct Counted {
-    /// Per probe: events, kernel drops, channel + queue drops, send drops.
+    /// Per probe: events, kernel drops, queue drops, send drops.
     last: [[u64; 4]; PROBES],
 }
 
@@ -229,7 +217,7 @@ impl Counted {
             let now = [
                 p.events[i],
                 p.kernel_drops[i],
-                p.channel_drops[i] + s.queue_drops_by_probe[i].load(Ordering::Relaxed),
+                s.queue_drops_by_probe[i].load(Ordering::Relaxed),
                 s.send_drops_by_probe[i].load(Ordering::Relaxed),
             ];
             if now.iter().all(|&v| v == 0) {
@@ -262,8 +250,7 @@ fn progress(now: &AgentStats, last: &AgentStats, s: &SendStats, dt: Duration) ->
     let mut line = String::new();
     for (i, name) in PROBE_NAMES.iter().enumerate() {
         let ev = now.events[i] - last.events[i];
-        let lost = (now.kernel_drops[i] - last.kernel_drops[i])
-            + (now.channel_drops[i] - last.channel_drops[i]);
+        let lost = now.kernel_drops[i] - last.kernel_drops[i];
         if now.events[i] + now.kernel_drops[i] > 0 {
             line.push_str(&format!(
                 "{name} {:.0} events/s ({} dropped), ",
@@ -285,9 +272,8 @@ fn progress(now: &AgentStats, last: &AgentStats, s: &SendStats, dt: Duration) ->
     )
 }
 
-/// The machine-readable final line: `AGENT events=… kernel_drops=…
-/// channel_drops=… sent=… acked=… queue_drops=… send_drops=… connections=…
-/// resent_frames=…`.
+/// The machine-readable final line: `AGENT events=… kernel_drops=… sent=…
+/// acked=… queue_drops=… send_drops=… connections=… resent_frames=…`.
 fn summary(p: &AgentStats, s: &SendStats) -> String {
     let sum = |a: &[u64; PROBES]| a.iter().sum::<u64>();
     let mut per = String::new();
@@ -298,10 +284,9 @@ fn summary(p: &AgentStats, s: &SendStats) -> String {
         ));
     }
     format!(
-        "AGENT events={} kernel_drops={} channel_drops={} sent={} acked={} queue_drops={} send_drops={} connections={} resent_frames={}{per}",
+        "AGENT events={} kernel_drops={} sent={} acked={} queue_drops={} send_drops={} connections={} resent_frames={}{per}",
         sum(&p.events),
         sum(&p.kernel_drops),
-        sum(&p.channel_drops),
         s.sent.load(Ordering::Relaxed),
         s.acked.load(Ordering::Relaxed),
         s.queue_drops.load(Ordering::Relaxed),

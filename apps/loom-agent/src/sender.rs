@@ -28,7 +28,7 @@ use telemetry::wire::resend::{
 };
 use telemetry::wire::Hello;
 
-use crate::series::Item;
+use crate::series::{Item, SeriesBook};
 
 /// Longest a connect attempt waits.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -130,17 +130,32 @@ impl Outbox {
             let _ = self.tx.send(items);
         }
     }
+
+    /// Hands everything `book` holds to the sender as one message.
+    pub fn send_book(&self, book: &mut SeriesBook) {
+        let mut items = Vec::new();
+        book.drain(|item| {
+            if self.admit(&item) {
+                items.push(item);
+            }
+        });
+        self.send(items);
+    }
 }
 
 /// Starts the sender thread; it ends once the outbox is dropped and
 /// everything is acknowledged, or `stop` is set and nothing more can be
-/// acknowledged within `drain_deadline` (what is left is counted).
+/// acknowledged within `drain_deadline` (what is left is counted). An
+/// idle sender reads acknowledgements and retries a connection every
+/// `idle_pump` (the agent's `--flush-interval-ms`): data wakes it at every
+/// flush of the agent's loop anyway, and each wake-up costs CPU.
 pub fn start(
     id: Identity,
     max_bytes: u64,
     stats: Arc<SendStats>,
     stop: Arc<AtomicBool>,
     drain_deadline: Duration,
+    idle_pump: Duration,
 ) -> (Outbox, JoinHandle<()>) {
     let (tx, rx) = crossbeam_channel::unbounded();
     let outbox = Outbox {
@@ -176,6 +191,7 @@ pub fn start(
             sender,
             stop,
             drain_deadline,
+            idle_pump,
             refused: false,
         }
         .run(rx)
@@ -205,11 +221,6 @@ fn connector(id: &Identity) -> Connector {
     })
 }
 
-/// How often an idle sender thread reads acknowledgements and retries a
-/// connection (data wakes it at every flush of the agent's loop anyway;
-/// each wake-up costs CPU, see `--flush-interval-ms`).
-const IDLE_PUMP: Duration = Duration::from_millis(200);
-
 struct Pump {
     id: Identity,
     stats: Arc<SendStats>,
@@ -217,13 +228,14 @@ struct Pump {
     sender: ResendingSender,
     stop: Arc<AtomicBool>,
     drain_deadline: Duration,
+    idle_pump: Duration,
     refused: bool,
 }
 
 impl Pump {
     fn run(mut self, rx: Receiver<Vec<Item>>) {
         loop {
-            let items = match rx.recv_timeout(IDLE_PUMP) {
+            let items = match rx.recv_timeout(self.idle_pump) {
                 Ok(i) => i,
                 Err(RecvTimeoutError::Timeout) => {
                     self.sender.flush();

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Sender, TrySendError};
+use crossbeam_channel::Sender;
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, MapMut, RingBufferBuilder, TracepointCategory};
 
@@ -16,7 +16,7 @@ use super::event::{AgentBlockIo, AgentEvent, AgentPageCache, AgentRunQueue, Agen
 use super::fentry::{kernel_names, FentryTarget};
 use super::plan::SyscallPlan;
 use super::target::CgroupTarget;
-use super::{AgentProbeConfig, Shared, SyscallAttach, SyscallSelection, PACKET_PROBE};
+use super::{AgentProbeConfig, EventSink, Shared, SyscallAttach, SyscallSelection, PACKET_PROBE};
 use crate::event::{PacketEvent, RawEvent};
 use crate::packet::PacketProbe;
 use crate::skel::agent::{AgentSkel, AgentSkelBuilder};
@@ -42,7 +42,7 @@ pub(super) fn run(
     config: AgentProbeConfig,
     mut plan: Option<SyscallPlan>,
     cgroups: Vec<CgroupTarget>,
-    out: Sender<Vec<AgentEvent>>,
+    sink: Box<dyn EventSink>,
     shared: Arc<Shared>,
     stop: Arc<AtomicBool>,
     ready: Sender<Result<Option<SyscallPlan>, ProbeError>>,
@@ -98,7 +98,7 @@ pub(super) fn run(
     let r = poll(
         &config,
         (&skel, packets.as_ref()),
-        out,
+        sink,
         &shared,
         &stop,
         || {
@@ -355,9 +355,9 @@ fn attach(
     Ok(links)
 }
 
-/// Collects events into batches for the channel, never blocking.
+/// Collects events into batches for the sink.
 struct Batcher<'a> {
-    out: Sender<Vec<AgentEvent>>,
+    sink: Box<dyn EventSink>,
     batch: Vec<AgentEvent>,
     size: usize,
     shared: &'a Shared,
@@ -368,33 +368,34 @@ impl Batcher<'_> {
         self.shared.events[probe].fetch_add(1, Ordering::Relaxed);
         self.batch.push(e);
         if self.batch.len() >= self.size {
-            self.flush();
+            self.hand_over();
         }
     }
 
-    fn flush(&mut self) {
-        if self.batch.is_empty() {
-            return;
+    fn hand_over(&mut self) {
+        if !self.batch.is_empty() {
+            self.sink.take(&self.batch);
+            self.batch.clear();
         }
-        let b = std::mem::replace(&mut self.batch, Vec::with_capacity(self.size));
-        if let Err(TrySendError::Full(b) | TrySendError::Disconnected(b)) = self.out.try_send(b) {
-            for e in &b {
-                self.shared.channel_drops[e.probe()].fetch_add(1, Ordering::Relaxed);
-            }
-        }
+    }
+
+    /// Hands over what the round read and ends the sink's round.
+    fn end_round(&mut self) {
+        self.hand_over();
+        self.sink.round();
     }
 }
 
 fn poll(
     config: &AgentProbeConfig,
     (skel, packets): (&AgentSkel<'_>, Option<&PacketProbe<'_>>),
-    out: Sender<Vec<AgentEvent>>,
+    sink: Box<dyn EventSink>,
     shared: &Shared,
     stop: &AtomicBool,
     on_ready: impl FnOnce(),
 ) -> Result<(), ProbeError> {
     let batcher = Rc::new(RefCell::new(Batcher {
-        out,
+        sink,
         batch: Vec::with_capacity(config.batch_size),
         size: config.batch_size,
         shared,
@@ -464,7 +465,7 @@ fn poll(
             });
         }
         let _ = ring.consume_raw();
-        batcher.borrow_mut().flush();
+        batcher.borrow_mut().end_round();
         if stopping || last_drops.elapsed() >= DROP_READ_INTERVAL {
             read_drops(&m.drops, shared)?;
             if let Some(p) = packets {

@@ -1,7 +1,8 @@
 //! loom-agent's probes (`src/bpf/agent.bpf.c`): syscall latency, page-cache
 //! insertions, block I/O latency and run-queue latency, filtered in the
-//! kernel on a [`Targets`] selection, streamed as batches of
-//! [`AgentEvent`]s with per-probe counts of events and ring-buffer drops.
+//! kernel on a [`Targets`] selection, handed in batches of [`AgentEvent`]s
+//! to an [`EventSink`] on the probe thread, with per-probe counts of events
+//! and ring-buffer drops.
 //!
 //! Syscalls are attached by [`SyscallAttach`]: fentry/fexit on the listed
 //! syscalls' kernel functions run only for those calls and leave every
@@ -21,8 +22,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
-
-use crossbeam_channel::Sender;
 
 pub use event::AgentEvent;
 pub use target::Targets;
@@ -122,7 +121,7 @@ pub struct AgentProbeConfig {
     pub wakeup_bytes: u64,
     /// Longest wait of an event in a ring buffer.
     pub poll_interval: Duration,
-    /// Events per batch on the channel.
+    /// Most events per [`EventSink::take`].
     pub batch_size: usize,
 }
 
@@ -159,15 +158,12 @@ pub struct AgentStats {
     pub events: [u64; PROBES],
     /// Events the kernel dropped on a full ring buffer.
     pub kernel_drops: [u64; PROBES],
-    /// Events dropped because the output channel was full.
-    pub channel_drops: [u64; PROBES],
 }
 
 #[derive(Default)]
 pub(crate) struct Shared {
     events: [AtomicU64; PROBES],
     kernel_drops: [AtomicU64; PROBES],
-    channel_drops: [AtomicU64; PROBES],
 }
 
 impl Shared {
@@ -176,9 +172,22 @@ impl Shared {
         AgentStats {
             events: load(&self.events),
             kernel_drops: load(&self.kernel_drops),
-            channel_drops: load(&self.channel_drops),
         }
     }
+}
+
+/// Where the probe thread hands what it reads, on that thread: the agent
+/// encodes events where they are read, so no batch crosses a channel and
+/// no second thread wakes per batch (each wake-up costs CPU at every
+/// event rate). A sink must not block for long: the rings fill meanwhile,
+/// and the kernel drops (and counts) what does not fit.
+pub trait EventSink: Send + 'static {
+    /// Takes a batch of events (at most `batch_size`), in ring order.
+    fn take(&mut self, events: &[AgentEvent]);
+    /// Ends a round of ring reads: called after each poll of the rings,
+    /// at least every `poll_interval` and also when nothing arrived, and
+    /// once more after the last events when the probes stop.
+    fn round(&mut self);
 }
 
 /// Running agent probes; dropping it detaches them.
@@ -192,10 +201,11 @@ pub struct AgentProbes {
 
 impl AgentProbes {
     /// Checks the machine and the targets, loads and attaches the probes
-    /// and starts streaming batches to `out`; returns once attached.
+    /// and starts handing batches to `sink` on the probe thread; returns
+    /// once attached. The sink is dropped when the probe thread ends.
     pub fn start(
         config: AgentProbeConfig,
-        out: Sender<Vec<AgentEvent>>,
+        sink: impl EventSink,
     ) -> Result<AgentProbes, ProbeError> {
         let task_probes =
             config.syscalls.is_some() || config.page_cache || config.blockio || config.runqueue;
@@ -245,7 +255,17 @@ impl AgentProbes {
             let (stop, shared) = (stop.clone(), shared.clone());
             std::thread::Builder::new()
                 .name("agent-probes".into())
-                .spawn(move || attach::run(config, plan, cgroups, out, shared, stop, ready_tx))?
+                .spawn(move || {
+                    attach::run(
+                        config,
+                        plan,
+                        cgroups,
+                        Box::new(sink),
+                        shared,
+                        stop,
+                        ready_tx,
+                    )
+                })?
         };
         match ready_rx.recv() {
             Ok(Ok(plan)) => Ok(AgentProbes {
