@@ -19,33 +19,21 @@
 //! the frames kept are renumbered after it, so none looks like a resend.
 
 use std::collections::VecDeque;
-use std::io::{ErrorKind, Read, Write};
-use std::net::TcpStream;
-use std::os::fd::AsRawFd;
+use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::control::{self, HELLO_ACKS_WANTED, HELLO_WALL_CLOCK};
+use super::control::{HELLO_ACKS_WANTED, HELLO_WALL_CLOCK};
 use super::sender::{handshake, now_us};
-use super::{encode_control, encode_data_v2, split_frame, FrameType, Hello, SeriesTags};
-use super::{FRAME_HEADER_LEN_V2, MAX_CONTROL_PAYLOAD};
+use super::FRAME_HEADER_LEN_V2;
+use super::{encode_control, encode_data_v2, FrameType, Hello, SeriesTags};
 use crate::WireError;
 
-/// A connection a [`ResendingSender`] writes to: plain TCP or TLS over it.
-pub trait Link: Read + Write + Send {
-    /// The TCP socket underneath (timeouts, readiness).
-    fn tcp(&self) -> &TcpStream;
-}
+mod acks;
+mod link;
 
-impl Link for TcpStream {
-    fn tcp(&self) -> &TcpStream {
-        self
-    }
-}
-
-/// Opens a new connection (TCP connect, and TLS when configured).
-pub type Connector = Box<dyn FnMut() -> Result<Box<dyn Link>, WireError> + Send>;
+pub use link::{Connector, Link};
 
 /// What the sender does with a new frame while the frames kept fill
 /// [`ResendConfig::max_unacked_bytes`].
@@ -147,17 +135,6 @@ pub struct ResendingSender {
 const LATENCY_SAMPLES: usize = 1 << 20;
 /// Frames gathered before they are written without waiting for a flush.
 pub const OUT_BYTES: usize = 64 << 10;
-
-fn readable(s: &TcpStream) -> bool {
-    let mut p = libc::pollfd {
-        fd: s.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd, no wait.
-    let n = unsafe { libc::poll(&mut p, 1, 0) };
-    n > 0 && p.revents != 0
-}
 
 impl ResendingSender {
     /// A sender that connects with `connect` and introduces itself with
@@ -510,89 +487,6 @@ impl ResendingSender {
         );
         self.next_seq = seq;
         Ok(())
-    }
-
-    /// Every frame up to `seq` is durable.
-    fn acked(&mut self, seq: u64) {
-        let now = Instant::now();
-        while self.kept.front().is_some_and(|k| k.seq <= seq) {
-            let Some(k) = self.kept.pop_front() else {
-                break;
-            };
-            self.kept_bytes -= k.frame.len() as u64;
-            self.stats
-                .records_acked
-                .fetch_add(u64::from(k.records), Ordering::Relaxed);
-            if let (Some(t), true) = (k.sent, self.latencies_us.len() < LATENCY_SAMPLES) {
-                self.latencies_us
-                    .push(now.duration_since(t).as_micros() as u64);
-            }
-        }
-        self.stats
-            .unacked_bytes
-            .store(self.kept_bytes, Ordering::Relaxed);
-        self.stats.acked_seq.fetch_max(seq, Ordering::Relaxed);
-    }
-
-    /// Reads what the receiver sent: ACK frames (a REFUSE ends the sender,
-    /// anything else or an ACK beyond the frames sent breaks the connection).
-    fn read_acks(&mut self, wait: Duration) -> Result<(), WireError> {
-        let Some(link) = self.link.as_mut() else {
-            return Ok(());
-        };
-        let io = |context| move |source| WireError::Io { context, source };
-        if wait.is_zero() {
-            if !readable(link.tcp()) {
-                return Ok(());
-            }
-            link.tcp()
-                .set_read_timeout(Some(Duration::from_millis(1)))
-                .map_err(io("setting a timeout"))?;
-        } else {
-            link.tcp()
-                .set_read_timeout(Some(wait))
-                .map_err(io("setting a timeout"))?;
-        }
-        let mut buf = [0u8; 4096];
-        match link.read(&mut buf) {
-            Ok(0) => {
-                return Err(WireError::Io {
-                    context: "reading acknowledgements",
-                    source: ErrorKind::UnexpectedEof.into(),
-                })
-            }
-            Ok(n) => self.inbox.extend_from_slice(&buf[..n]),
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
-            Err(e) => return Err(io("reading acknowledgements")(e)),
-        }
-        while let Some((h, end)) = split_frame(&self.inbox, MAX_CONTROL_PAYLOAD)? {
-            match h.frame_type {
-                FrameType::Ack if h.seq <= self.sent_max.max(self.acked_seq()) => self.acked(h.seq),
-                FrameType::Ack => {
-                    return Err(WireError::BadControl(format!(
-                        "ACK of sequence {} beyond the last frame sent ({})",
-                        h.seq, self.sent_max
-                    )))
-                }
-                FrameType::Refuse => {
-                    let start = h.len();
-                    return Err(WireError::Refused(control::decode_refusal(
-                        &self.inbox[start..end],
-                    )?));
-                }
-                t => {
-                    return Err(WireError::BadControl(format!(
-                        "unexpected {t:?} from the receiver"
-                    )))
-                }
-            }
-            self.inbox.drain(..end);
-        }
-        Ok(())
-    }
-
-    fn acked_seq(&self) -> u64 {
-        self.stats.acked_seq.load(Ordering::Relaxed)
     }
 }
 

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::wire::{FrameReader, Welcome};
-use std::net::TcpListener;
+use std::net::{TcpListener, TcpStream};
 
 /// The receiver's side of one connection, driven by the test: reads
 /// the HELLO, answers WELCOME(`durable`), then reads frames.
