@@ -95,3 +95,79 @@ impl Drop for Encoder {
         let _ = self.ended.try_send(());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::series::Item;
+
+    fn packet(time_ns: u64) -> AgentEvent {
+        AgentEvent::Packet(probes::PacketEvent {
+            src_addr: [0; 16],
+            dst_addr: [0; 16],
+            src_port: 40000,
+            dst_port: 6379,
+            length: 60,
+            time_ns,
+        })
+    }
+
+    fn records(items: &[Item]) -> u32 {
+        items
+            .iter()
+            .map(|i| match i {
+                Item::Data { records, .. } => *records,
+                Item::Series(_) => 0,
+            })
+            .sum()
+    }
+
+    /// Events wait in the book until a round ends past the flush interval,
+    /// or until the book holds `FLUSH_BYTES` (then they go within the
+    /// round); every event is handed over once; dropping the encoder (the
+    /// probe thread ending) wakes the agent's main thread.
+    #[test]
+    fn the_book_goes_to_the_sender_once_a_round_or_when_full() {
+        let (outbox, sent) = Outbox::for_test(1 << 30);
+        let (ended_tx, ended) = crossbeam_channel::bounded(1);
+        let book = SharedBook::default();
+        let hour = Duration::from_secs(3600);
+        let mut e = Encoder::new(book.clone(), Arc::new(outbox), 0, hour, ended_tx);
+
+        e.take(&[packet(1_000), packet(2_000)]);
+        e.round();
+        assert!(sent.try_recv().is_err(), "handed over before the interval");
+        assert!(book.lock().buffered_bytes() > 0);
+
+        e.flush_interval = Duration::ZERO;
+        e.round();
+        let items = sent.try_recv().expect("handed over at the round");
+        assert_eq!(records(&items), 2);
+        assert_eq!(book.lock().buffered_bytes(), 0);
+        e.round();
+        assert!(sent.try_recv().is_err(), "an empty book sends nothing");
+
+        e.flush_interval = hour;
+        let burst: Vec<AgentEvent> = (0..20_000).map(|i| packet(10_000 + i)).collect();
+        for batch in burst.chunks(1024) {
+            e.take(batch);
+        }
+        let mut handed = 0;
+        while let Ok(items) = sent.try_recv() {
+            handed += records(&items);
+        }
+        assert!(handed > 0, "a burst past FLUSH_BYTES waits for the round");
+        assert!(book.lock().buffered_bytes() < FLUSH_BYTES);
+        e.flush_interval = Duration::ZERO;
+        e.round();
+        handed += sent.try_iter().map(|items| records(&items)).sum::<u32>();
+        assert_eq!(handed, 20_000, "every event of the burst handed over once");
+
+        assert!(ended.try_recv().is_err());
+        drop(e);
+        assert!(
+            ended.try_recv().is_ok(),
+            "the end of the probe thread wakes the agent"
+        );
+    }
+}

@@ -143,6 +143,23 @@ impl Outbox {
     }
 }
 
+#[cfg(test)]
+impl Outbox {
+    /// An outbox whose messages the test reads, holding up to `max_bytes`.
+    pub(crate) fn for_test(max_bytes: u64) -> (Outbox, Receiver<Vec<Item>>) {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let stats = Arc::new(SendStats::default());
+        (
+            Outbox {
+                tx,
+                max_bytes,
+                stats,
+            },
+            rx,
+        )
+    }
+}
+
 /// Starts the sender thread; it ends once the outbox is dropped and
 /// everything is acknowledged, or `stop` is set and nothing more can be
 /// acknowledged within `drain_deadline` (what is left is counted). An
