@@ -10,7 +10,7 @@
 mod common;
 
 use common::{record, small_config, Model};
-use loom::{Config, FieldDef, FieldType, IndexDef, Reader, SourceId, SourceSchema};
+use loom::{Config, Reader, SourceId, SourceSchema};
 use proptest::prelude::*;
 
 /// The aligned period (µs), as `GROUP BY time(…)` buckets.
@@ -18,21 +18,7 @@ const PERIOD: u64 = 1_000;
 const QS: [f64; 4] = [0.5, 0.99, 0.9999, 1.0];
 
 fn schema(op: &str, min: u64, interval: u64, n_bins: u32) -> SourceSchema {
-    SourceSchema {
-        measurement: "fine".into(),
-        tags: vec![("op".into(), op.into())],
-        fields: vec![FieldDef {
-            name: "value".into(),
-            offset: 0,
-            ty: FieldType::U64,
-        }],
-        index: Some(IndexDef {
-            field: "value".into(),
-            min,
-            interval,
-            n_bins,
-        }),
-    }
+    common::indexed_schema("fine", ("op", op), (min, interval, n_bins))
 }
 
 fn config() -> Config {

@@ -9,26 +9,12 @@
 mod common;
 
 use common::{record, small_config, Model};
-use loom::{Config, FieldDef, FieldType, IndexDef, Reader, SourceId, SourceSchema};
+use loom::{Config, Reader, SourceId, SourceSchema};
 
 /// A declared schema (persisted, so reopens and read-only opens know the
 /// index): the value is the record's first 8 bytes, as `common::value_of`.
 fn schema(n: u64) -> SourceSchema {
-    SourceSchema {
-        measurement: "test".into(),
-        tags: vec![("n".into(), n.to_string())],
-        fields: vec![FieldDef {
-            name: "value".into(),
-            offset: 0,
-            ty: FieldType::U64,
-        }],
-        index: Some(IndexDef {
-            field: "value".into(),
-            min: 100,
-            interval: 50,
-            n_bins: 20,
-        }),
-    }
+    common::indexed_schema("test", ("n", &n.to_string()), (100, 50, 20))
 }
 
 fn journal_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {

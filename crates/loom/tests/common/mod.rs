@@ -4,7 +4,35 @@
 pub mod schema_store;
 pub mod v1_fixture;
 
-use loom::{Aggregate, Config, FlushMode, RangeIndexSpec, SourceId};
+use loom::{
+    Aggregate, Config, FieldDef, FieldType, FlushMode, IndexDef, RangeIndexSpec, SourceId,
+    SourceSchema,
+};
+
+/// A declared schema of measurement `measurement` with one tag: a u64
+/// `value` at offset 0 (as [`value_of`] reads it), range-indexed in
+/// `n_bins` bins of `interval` from `min`.
+pub fn indexed_schema(
+    measurement: &str,
+    (tag, tag_value): (&str, &str),
+    (min, interval, n_bins): (u64, u64, u32),
+) -> SourceSchema {
+    SourceSchema {
+        measurement: measurement.into(),
+        tags: vec![(tag.into(), tag_value.into())],
+        fields: vec![FieldDef {
+            name: "value".into(),
+            offset: 0,
+            ty: FieldType::U64,
+        }],
+        index: Some(IndexDef {
+            field: "value".into(),
+            min,
+            interval,
+            n_bins,
+        }),
+    }
+}
 
 /// Value of a test record: its first 8 bytes, little-endian (0 if shorter).
 pub fn value_of(b: &[u8]) -> u64 {

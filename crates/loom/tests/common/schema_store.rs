@@ -4,27 +4,13 @@
 
 use std::path::Path;
 
-use loom::{Config, FieldDef, FieldType, IndexDef, IndexMode, Reader, SourceId, SourceSchema};
+use loom::{Config, IndexMode, Reader, SourceId, SourceSchema};
 
 use super::{record, Model};
 
 /// The schema of source `op`: a u64 `value` at offset 0, range-indexed.
 pub fn schema(op: &str) -> SourceSchema {
-    SourceSchema {
-        measurement: "test".into(),
-        tags: vec![("op".into(), op.into())],
-        fields: vec![FieldDef {
-            name: "value".into(),
-            offset: 0,
-            ty: FieldType::U64,
-        }],
-        index: Some(IndexDef {
-            field: "value".into(),
-            min: 100,
-            interval: 50,
-            n_bins: 20,
-        }),
-    }
+    super::indexed_schema("test", ("op", op), (100, 50, 20))
 }
 
 /// Heavy-tailed values, several records per µs.
