@@ -105,7 +105,7 @@ impl Outbox {
     /// Whether `item` fits the buffer bound (counted as queued then); a
     /// data item past it is dropped and its records counted. Declarations
     /// are never dropped (they are small and needed by later data).
-    pub fn admit(&self, item: &Item) -> bool {
+    fn admit(&self, item: &Item) -> bool {
         if let Item::Data {
             records, payload, ..
         } = item
@@ -124,14 +124,8 @@ impl Outbox {
         true
     }
 
-    /// Queues `items` (each admitted by [`Outbox::admit`]) as one message.
-    pub fn send(&self, items: Vec<Item>) {
-        if !items.is_empty() {
-            let _ = self.tx.send(items);
-        }
-    }
-
-    /// Hands everything `book` holds to the sender as one message.
+    /// Hands everything `book` holds (each item admitted by
+    /// `admit`) to the sender as one message.
     pub fn send_book(&self, book: &mut SeriesBook) {
         let mut items = Vec::new();
         book.drain(|item| {
@@ -139,7 +133,9 @@ impl Outbox {
                 items.push(item);
             }
         });
-        self.send(items);
+        if !items.is_empty() {
+            let _ = self.tx.send(items);
+        }
     }
 }
 
