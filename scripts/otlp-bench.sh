@@ -12,6 +12,10 @@
 # influxd), OTLP_APP_FLAGS (extra loom-app flags, e.g. a small
 # --queue-capacity to make clients back off), OTLP_GRPC / OTLP_QUERY_HTTP
 # (loom-app ports), INFLUX_HTTP, INFLUX_RPC, INFLUX_DIR.
+# OTLP_BEFORE_APP=/path/to/loom-app of a97dc9e^ (main before durable
+# acknowledgements, issue 26's "today") adds a run of that binary (queue
+# acknowledgements, its only mode) before the others for each client count,
+# so durable can be compared side by side with what users had then.
 set -euo pipefail
 
 BIN=${BIN:-target/release}
@@ -38,7 +42,41 @@ source "$(dirname "$0")/lib/loom-app.sh"
 trap stop_app EXIT
 
 echo "== otlp-bench spans=$SPANS data_s=$DATA_S clients=[$CLIENTS] acks=[$ACKS] loom-app flags=[$APP_FLAGS] $(date -u +%FT%TZ) $(nproc) cores"
+# A loom-app from before durable acknowledgements: no --otlp-ack and no
+# --ready-file (its gRPC port answering stands for it).
+before_app() {
+  local log=$1 args=() grpc=""
+  shift
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --otlp-ack) shift 2; continue ;;
+      --otlp-grpc) grpc=$2 ;;
+    esac
+    args+=("$1"); shift
+  done
+  "$OTLP_BEFORE_APP" "${args[@]}" >"$log" 2>&1 &
+  app_pid=$!
+  for _ in $(seq 1 200); do
+    (exec 3<>"/dev/tcp/${grpc%:*}/${grpc##*:}") 2>/dev/null && return 0
+    sleep 0.05
+  done
+  echo "otlp-bench: $OTLP_BEFORE_APP did not start:" >&2; tail "$log" >&2; exit 1
+}
+
 for c in $CLIENTS; do
+if [ -n "${OTLP_BEFORE_APP:-}" ]; then
+  store="$TMP/loom-$c-before"
+  log="$TMP/loom-app-$c-before.log"
+  rm -rf "$store"
+  echo "-- loom-app before durable acknowledgements ($OTLP_BEFORE_APP), $c clients"
+  # shellcheck disable=SC2086 # APP_FLAGS is a list of flags
+  before_app "$log" --addr 127.0.0.1:0 --http "$QUERY_HTTP" --otlp-grpc "$GRPC" --otlp-http off \
+    --loom-path "$store" --query probe-effect --report-interval-s 5 $APP_FLAGS
+  "$BIN/examples/otlp-load" --target loom --grpc "$GRPC" --query-url "http://$QUERY_HTTP" \
+    --clients "$c" --spans "$SPANS" --data-seconds "$DATA_S"
+  stop_app
+  grep -E "^Final" "$log" | sed "s/^/loom-app clients=$c ack=before: /"
+fi
 for ack in $ACKS; do
   store="$TMP/loom-$c-$ack"
   log="$TMP/loom-app-$c-$ack.log"

@@ -29,7 +29,8 @@
 # PHASES ("both hour"), BOTH_LOOPS (3), HOUR_LOOPS (0 = as many as make an
 # hour of the recording), HOUR_SPEED (6),
 # BOTH_INTERVAL (1s), HOUR_INTERVAL (5s), REPEAT (5), HTTP, TCP, INFLUX_HTTP,
-# INFLUX_RPC, INFLUX_TCP, INFLUX_DIR.
+# INFLUX_RPC, INFLUX_TCP, INFLUX_DIR, DASH_APP_FLAGS (extra loom-app flags,
+# e.g. --http-statement-threads 1 for one thread per statement).
 set -euo pipefail
 
 BIN=${BIN:-target/release}
@@ -42,6 +43,7 @@ HOUR_INTERVAL=${HOUR_INTERVAL:-5s}
 REPEAT=${REPEAT:-5}
 PHASES=${PHASES:-both hour}
 HOUR_SPEED=${HOUR_SPEED:-6}
+APP_FLAGS=${DASH_APP_FLAGS:-}
 HTTP=${HTTP:-127.0.0.1:18286}
 TCP=${TCP:-127.0.0.1:17978}
 INFLUX_HTTP=${INFLUX_HTTP:-127.0.0.1:18087}
@@ -153,8 +155,9 @@ PY
 # a previous run left, as it is).
 start_loom() {
   [ "${REUSE:-0}" = 1 ] || rm -rf "$1"
+  # shellcheck disable=SC2086 # APP_FLAGS is a list of flags
   start_loom_app p3-dashboard-bench "$2" --addr "$TCP" --http "$HTTP" --otlp-grpc off --otlp-http off \
-    --loom-path "$1" --timestamps event --event-offset-us 0 --report-interval-s 10
+    --loom-path "$1" --timestamps event --event-offset-us 0 --report-interval-s 10 $APP_FLAGS
 }
 
 # wait_stable URL: until kv's count stops changing (the reorder window

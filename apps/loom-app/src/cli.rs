@@ -194,6 +194,11 @@ pub struct Cli {
     /// Queries the HTTP API runs at once.
     #[arg(long, default_value_t = 1)]
     pub http_query_threads: usize,
+    /// Threads one statement's `GROUP BY time` buckets are answered on:
+    /// the query's own and helpers at nice 10, so ingest keeps its CPU
+    /// (1: the query's thread alone).
+    #[arg(long, default_value_t = 2)]
+    pub http_statement_threads: usize,
     /// Longest InfluxQL query text the HTTP API parses, bytes (longer: 400).
     #[arg(long, default_value_t = 256 << 10)]
     pub http_max_query_bytes: usize,
@@ -313,6 +318,10 @@ impl Cli {
             "--http-query-timeout-ms must be positive"
         );
         anyhow::ensure!(self.http_max_rows > 0, "--http-max-rows must be positive");
+        anyhow::ensure!(
+            self.http_statement_threads > 0 && self.http_statement_threads <= 64,
+            "--http-statement-threads must be 1 to 64"
+        );
         anyhow::ensure!(
             self.http_query_threads > 0,
             "--http-query-threads must be positive"

@@ -65,6 +65,7 @@ pub fn start(
         max_body_bytes: cli.http_max_body_bytes,
         max_write_bytes: cli.http_max_write_bytes,
         query_threads: cli.http_query_threads,
+        statement_threads: cli.http_statement_threads,
         text_limits: TextLimits {
             max_bytes: cli.http_max_query_bytes,
             max_statements: cli.http_max_statements,

@@ -131,6 +131,9 @@ fn main() -> anyhow::Result<()> {
                     let limits = influxql::Limits {
                         deadline: None,
                         max_rows,
+                        // A store opened read-only: no ingest to leave
+                        // cores to.
+                        threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
                         ..influxql::Limits::default()
                     };
                     // Refusals print like the server's 400 answers, not as a crash.

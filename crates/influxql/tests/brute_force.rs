@@ -392,14 +392,19 @@ proptest! {
                 st.hi = Some((h, st.hi.map_or(0, |x| x.1) % 4));
             }
             let text = st.text();
-            let got = influxql::run(&snap, &text, 0, &Limits::default());
-            let got = match got {
-                Ok(mut v) => v.remove(0),
-                Err(e) => return Err(TestCaseError::fail(format!("{text}: {e}"))),
-            };
-            let got = got.map_err(|e| TestCaseError::fail(format!("{text}: {e}")))?;
             let want = expected(&st, &recs, &schemas);
-            prop_assert_eq!(&got.series, &want, "{}", text);
+            // On the statement's thread alone, and with `GROUP BY time`
+            // buckets spread over helpers (up to 300 buckets here).
+            for threads in [1, 3] {
+                let limits = Limits { threads, ..Limits::default() };
+                let got = influxql::run(&snap, &text, 0, &limits);
+                let got = match got {
+                    Ok(mut v) => v.remove(0),
+                    Err(e) => return Err(TestCaseError::fail(format!("{text}: {e}"))),
+                };
+                let got = got.map_err(|e| TestCaseError::fail(format!("{text}: {e}")))?;
+                prop_assert_eq!(&got.series, &want, "{} ({} threads)", text, threads);
+            }
         }
     }
 }

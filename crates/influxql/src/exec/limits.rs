@@ -16,6 +16,9 @@ pub struct Limits {
     /// while parsing; nesting depth has a fixed bound,
     /// [`MAX_DEPTH`](crate::parse::MAX_DEPTH).
     pub text: TextLimits,
+    /// Threads one statement's `GROUP BY time` buckets are answered on
+    /// (the statement's own and `threads − 1` lower-priority helpers).
+    pub threads: usize,
 }
 
 impl Default for Limits {
@@ -24,6 +27,7 @@ impl Default for Limits {
             deadline: None,
             max_rows: 1_000_000,
             text: TextLimits::default(),
+            threads: 1,
         }
     }
 }

@@ -27,6 +27,10 @@ pub struct HttpConfig {
     pub read_timeout: Duration,
     /// Queries run at once; more wait.
     pub query_threads: usize,
+    /// Threads one statement's `GROUP BY time` buckets are answered on
+    /// (`Limits::threads`): the query's own thread and lower-priority
+    /// helpers.
+    pub statement_threads: usize,
     /// Bounds on a query's text (length, statements); over them is a 400.
     pub text_limits: TextLimits,
     /// At most this many connections open at once; one more is closed
@@ -45,6 +49,7 @@ impl Default for HttpConfig {
             max_write_bytes: 25_000_000,
             read_timeout: Duration::from_secs(10),
             query_threads: 2,
+            statement_threads: 2,
             text_limits: TextLimits::default(),
             gate: None,
         }

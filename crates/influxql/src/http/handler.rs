@@ -123,6 +123,7 @@ fn query(reader: &Reader, cfg: &HttpConfig, params: &[(String, String)]) -> Resp
         deadline: Some(Instant::now() + cfg.query_timeout),
         max_rows: cfg.max_rows,
         text: cfg.text_limits,
+        threads: cfg.statement_threads,
     };
     let snap = reader.snapshot();
     match crate::query::run(&snap, q, crate::query::now_ns(), &limits) {

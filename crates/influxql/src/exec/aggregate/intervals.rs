@@ -93,24 +93,34 @@ fn bucket_cells(
         access,
     )?;
     let mut buckets: Vec<Bucket> = Vec::new();
+    let mut starts = Vec::new();
     let mut b = first;
     while b <= t1i {
-        let lo = if b < start { b } else { b.max(t0i) }.max(0);
-        let hi = (b + ivi - 1).min(t1i);
-        let cells = if hi < 0 {
-            None
-        } else if let Some(counts) = &counted {
-            let n = counts[((b - first) / ivi) as usize];
-            any |= n > 0 && b >= start;
-            (n > 0).then(|| plan.calls.iter().map(|_| Cell::UInt(n)).collect())
-        } else {
-            let (points, cells) =
-                bucket(snap, plan, group, (lo as u64, hi as u64), limits, access)?;
-            any |= points > 0 && b >= start;
-            (points > 0).then(|| cells.into_iter().map(|(c, _)| c).collect())
-        };
-        buckets.push((b * 1000, cells));
+        starts.push(b);
         b += ivi;
+    }
+    if let Some(counts) = &counted {
+        for (k, &b) in starts.iter().enumerate() {
+            let n = counts.get(k).copied().unwrap_or(0);
+            any |= n > 0 && b >= start;
+            let cells = (n > 0).then(|| plan.calls.iter().map(|_| Cell::UInt(n)).collect());
+            buckets.push((b * 1000, cells));
+        }
+        return Ok((any, buckets));
+    }
+    let windows: Vec<Option<(u64, u64)>> = starts
+        .iter()
+        .map(|&b| {
+            let lo = if b < start { b } else { b.max(t0i) }.max(0);
+            let hi = (b + ivi - 1).min(t1i);
+            (hi >= 0).then_some((lo as u64, hi as u64))
+        })
+        .collect();
+    let answers = answer_buckets(snap, plan, group, &windows, limits, access)?;
+    for (&b, (points, cells)) in starts.iter().zip(answers) {
+        any |= points > 0 && b >= start;
+        let cells = (points > 0).then(|| cells.into_iter().map(|(c, _)| c).collect());
+        buckets.push((b * 1000, cells));
     }
     Ok((any, buckets))
 }

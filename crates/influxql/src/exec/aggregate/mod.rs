@@ -21,11 +21,13 @@ use crate::result::{Cell, SeriesResult, StatementResult};
 mod columns;
 mod filling;
 mod intervals;
+mod spread;
 mod stats;
 
 use columns::*;
 pub(crate) use filling::fill;
 use intervals::interval_rows;
+use spread::answer_buckets;
 use stats::*;
 
 /// One function's value and, for selectors, the selected point's time (µs).
