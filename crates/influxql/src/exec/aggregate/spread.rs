@@ -23,7 +23,10 @@ const MIN_SPREAD_BUCKETS: usize = 16;
 const BLOCK: usize = 8;
 /// Nice value of the helper threads (the statement's own thread keeps its
 /// priority): below ingest, which must not lose records to a dashboard.
-pub(crate) const HELPER_NICE: i32 = 10;
+const HELPER_NICE: i32 = 10;
+/// Most threads a statement uses, whatever `Limits::threads` asks (a
+/// library caller's 10 000 would otherwise start one per 8 buckets).
+const MAX_THREADS: usize = 64;
 
 /// What one thread answered: (bucket, answer) pairs, and what it read.
 type Taken = (Vec<(usize, (u64, Vec<Answer>))>, Access, Result<()>);
@@ -42,8 +45,9 @@ pub(super) fn answer_buckets(
         Some(w) => bucket(snap, plan, group, w, limits, access),
         None => Ok((0, Vec::new())),
     };
-    let threads = limits.threads.max(1).min(windows.len() / BLOCK).max(1);
-    if threads == 1 || windows.len() < MIN_SPREAD_BUCKETS {
+    // At least a block per thread.
+    let threads = limits.threads.min(MAX_THREADS).min(windows.len() / BLOCK);
+    if threads <= 1 || windows.len() < MIN_SPREAD_BUCKETS {
         return windows.iter().map(|w| one(w, access)).collect();
     }
     let next = AtomicUsize::new(0);
