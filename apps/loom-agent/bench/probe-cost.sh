@@ -5,6 +5,9 @@
 # Usage: probe-cost.sh [CALLS] [ROUNDS]   (root; loom-app and loom-agent built)
 # PC_BEFORE_AGENT=/path/to/an/older/loom-agent adds its stored-event modes
 # (suffix _before) to the same rounds, for a before/after comparison.
+# PC_MODES="untraced target_stored_raw_all ..." runs only those modes
+# (names as in the table; untraced should be first, the others are
+# measured against it).
 # A mode whose agent cannot attach (fentry on a kernel that refuses it)
 # prints n/a and the reason.
 # Prints a PROBE_COST line per run and a table: per mode the mean ns per
@@ -55,18 +58,25 @@ declare -A MODES=(
   [nontarget_fentry_pread64]="with_agent --pid 1 --syscalls pread64 --syscall-attach fentry"
   [nontarget_raw_pread64]="with_agent --pid 1 --syscalls pread64 --syscall-attach raw"
   [nontarget_raw_all]="with_agent --pid 1 --syscalls"
+  [nontarget_comm_raw_all]="with_agent --comm nosuchprocess --syscalls"
   [target_unlisted_per_syscall]="with_agent --comm getppidloop --syscalls pread64"
   [target_unlisted_raw]="with_agent --comm getppidloop --syscalls pread64 --syscall-attach raw"
   [target_stored_per_syscall]="with_agent --comm getppidloop --syscalls getppid"
   [target_stored_raw_all]="with_agent --comm getppidloop --syscalls"
   [target_stored_per_syscall_before]="with_before --comm getppidloop --syscalls getppid"
   [target_stored_raw_all_before]="with_before --comm getppidloop --syscalls"
+  [nontarget_comm_raw_all_before]="with_before --comm nosuchprocess --syscalls"
 )
 ORDER=(untraced nontarget_per_syscall_pread64 nontarget_fentry_pread64 nontarget_raw_pread64
-  nontarget_raw_all target_unlisted_per_syscall target_unlisted_raw target_stored_per_syscall
-  target_stored_raw_all bpftrace_raw_pid1 bpftrace_count_loop)
+  nontarget_raw_all nontarget_comm_raw_all target_unlisted_per_syscall target_unlisted_raw
+  target_stored_per_syscall target_stored_raw_all bpftrace_raw_pid1 bpftrace_count_loop
+  bpftrace_count_getppid_pair)
 if [ -n "${PC_BEFORE_AGENT:-}" ]; then
-  ORDER+=(target_stored_per_syscall_before target_stored_raw_all_before)
+  ORDER+=(target_stored_per_syscall_before target_stored_raw_all_before
+    nontarget_comm_raw_all_before)
+fi
+if [ -n "${PC_MODES:-}" ]; then
+  read -ra ORDER <<<"$PC_MODES"
 fi
 echo "probe-cost: $N calls per run, $ROUNDS rounds, load $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq "$ROUNDS"); do
@@ -74,6 +84,9 @@ for r in $(seq "$ROUNDS"); do
     case $m in
       bpftrace_raw_pid1) t=$(with_bpftrace 'tracepoint:raw_syscalls:sys_enter /pid == 1/ { @ = count(); }' | tail -1) ;;
       bpftrace_count_loop) t=$(with_bpftrace 'tracepoint:raw_syscalls:sys_enter /comm == "getppidloop"/ { @ = count(); }' | tail -1) ;;
+      # The floor of a stored event on per-syscall tracepoints: a count-only
+      # program on the loop's own syscall's entry and exit, no filter.
+      bpftrace_count_getppid_pair) t=$(with_bpftrace 'tracepoint:syscalls:sys_enter_getppid { @e = count(); } tracepoint:syscalls:sys_exit_getppid { @x = count(); }' | tail -1) ;;
       *) t=$(${MODES[$m]} | tail -1) ;;
     esac
     read -r cpu wall <<<"$t"

@@ -134,3 +134,72 @@ fn a_tiny_ring_buffer_counts_every_lost_event() {
     );
     child.finish();
 }
+
+/// The probes remember whether a task is a target (name and cgroup
+/// targets); a task that renames itself or moves to another cgroup must
+/// be judged again: its calls count only while it is a target.
+#[test]
+fn a_target_that_renames_itself_or_leaves_its_cgroup_is_judged_again() {
+    let Some(app) = App::ready(&[]) else {
+        return;
+    };
+    let mut rng = rand::thread_rng();
+    let root = probes::agent::target::cgroup2_mounts()
+        .into_iter()
+        .next()
+        .expect("cgroup v2 mounted");
+    for mode in ["comm", "comm-raw", "cgroup"] {
+        let tag: u32 = rng.gen_range(1000..9999);
+        let (tname, other) = (format!("lren{tag}"), format!("lout{tag}"));
+        let [k1, k2, k3] = [(); 3].map(|_| rng.gen_range(500..5_000u64));
+        let cg = (mode == "cgroup").then(|| {
+            Cgroup::new(&format!("loom-agent-rejudge-{tag}"))
+                .expect("cannot make a cgroup v2 directory (cgroup2 mounted?)")
+        });
+        let (leave, back) = match &cg {
+            Some(c) => (
+                format!("c:{}", root.display()),
+                format!("c:{}", c.0.display()),
+            ),
+            None => (format!("n:{other}"), format!("n:{tname}")),
+        };
+        let steps = [
+            "steps".to_string(),
+            format!("p:{k1}"),
+            leave,
+            format!("p:{k2}"),
+            back,
+            format!("p:{k3}"),
+        ];
+        let steps: Vec<&str> = steps.iter().map(String::as_str).collect();
+        let mut child = Traced::spawn(&tname, &steps);
+        if let Some(c) = &cg {
+            c.add(child.pid);
+        }
+        let cg_path = cg
+            .as_ref()
+            .map(|c| c.0.display().to_string())
+            .unwrap_or_default();
+        let mut args = vec!["--syscalls", "pread64"];
+        args.extend(match mode {
+            "comm" => vec!["--comm", &tname],
+            "comm-raw" => vec!["--comm", &tname, "--syscall-attach", "raw"],
+            _ => vec!["--cgroup", &cg_path],
+        });
+        let agent = Agent::start(&app.addr, &args);
+        child.go();
+        child.done();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let s = agent.stop();
+        let lost = s["kernel_drops"] + s["queue_drops"] + s["send_drops"];
+        assert_eq!(lost, 0, "{mode}: {s:?}");
+        assert_eq!(
+            count(&app, &tname),
+            k1 + k3,
+            "{mode}: only the calls made while a target ({k1} + {k3}, not {k2})"
+        );
+        assert_eq!(count(&app, &other), 0, "{mode}: under the other name");
+        child.finish();
+        drop(cg);
+    }
+}

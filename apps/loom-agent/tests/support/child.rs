@@ -7,7 +7,9 @@
 //!   default none), printing the wall-clock µs before and after each as
 //!   `CALL <before> <after>`;
 //! - `direct PATH MIB`: writes MIB MiB to PATH with O_DIRECT;
-//! - `spin MS`: two threads busy on CPU 0 for MS ms, printing `TID <tid>`.
+//! - `spin MS`: two threads busy on CPU 0 for MS ms, printing `TID <tid>`;
+//! - `steps STEP…`: each STEP in turn, `p:K` (K pread64 calls), `n:NAME`
+//!   (rename itself) or `c:DIR` (move itself into cgroup directory DIR).
 //!
 //! and prints `DONE`, then waits for stdin to close before exiting.
 
@@ -22,11 +24,42 @@ fn now_us() -> u64 {
         .map_or(0, |d| d.as_micros() as u64)
 }
 
-fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let name = std::ffi::CString::new(args[1].as_str()).expect("name");
+/// Renames the calling thread (here the process's only one, its leader).
+fn rename(name: &str) {
+    let name = std::ffi::CString::new(name).expect("name");
     // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes.
     unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr() as libc::c_ulong, 0, 0, 0) };
+}
+
+/// Makes exactly `k` pread64 calls, `gap` apart; the `CALL` log lines.
+fn preads(k: u64, gap: Option<Duration>) -> String {
+    let f = std::fs::File::open("/proc/self/exe").expect("open");
+    let mut buf = [0u8; 64];
+    let mut log = String::new();
+    for i in 0..k {
+        let before = now_us();
+        // SAFETY: the buffer is valid for its length.
+        let n = unsafe {
+            libc::syscall(
+                libc::SYS_pread64,
+                f.as_raw_fd(),
+                buf.as_mut_ptr(),
+                buf.len(),
+                (i % 4096) as i64,
+            )
+        };
+        assert!(n >= 0, "pread64 failed");
+        log.push_str(&format!("CALL {before} {}\n", now_us()));
+        if let Some(g) = gap {
+            std::thread::sleep(g);
+        }
+    }
+    log
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    rename(&args[1]);
     let out = std::io::stdout();
     let mut stdin = std::io::stdin().lock();
     let mut line = String::new();
@@ -38,28 +71,22 @@ fn main() {
             let gap = args
                 .get(4)
                 .map(|g| Duration::from_micros(g.parse().expect("GAP_US")));
-            let f = std::fs::File::open("/proc/self/exe").expect("open");
-            let mut buf = [0u8; 64];
-            let mut log = String::new();
-            for i in 0..k {
-                let before = now_us();
-                // SAFETY: the buffer is valid for its length.
-                let n = unsafe {
-                    libc::syscall(
-                        libc::SYS_pread64,
-                        f.as_raw_fd(),
-                        buf.as_mut_ptr(),
-                        buf.len(),
-                        (i % 4096) as i64,
+            let log = preads(k, gap);
+            out.lock().write_all(log.as_bytes()).unwrap();
+        }
+        "steps" => {
+            for step in &args[3..] {
+                match step.split_once(':').expect("STEP is X:ARG") {
+                    ("p", k) => drop(preads(k.parse().expect("K"), None)),
+                    ("n", name) => rename(name),
+                    ("c", dir) => std::fs::write(
+                        std::path::Path::new(dir).join("cgroup.procs"),
+                        std::process::id().to_string(),
                     )
-                };
-                assert!(n >= 0, "pread64 failed");
-                log.push_str(&format!("CALL {before} {}\n", now_us()));
-                if let Some(g) = gap {
-                    std::thread::sleep(g);
+                    .expect("move into the cgroup"),
+                    (other, _) => panic!("unknown step {other}"),
                 }
             }
-            out.lock().write_all(log.as_bytes()).unwrap();
         }
         "direct" => {
             let mib: usize = args[4].parse().expect("MiB");

@@ -59,12 +59,23 @@ struct {
 struct syscall_start {
 	__u64 start_ns; /* 0: no call of a target in flight */
 	__u32 nr;
-	__u32 _pad;
+	__u32 verdict; /* VERDICT_*: whether the task is a target */
+	/* What the verdict was taken on: the process name and (cgroup
+	 * targets) the task's cgroup v2 id. A task that execs, renames its
+	 * process or moves to another cgroup is judged again. */
+	__u64 comm[AGENT_COMM_LEN / 8];
+	__u64 cgroup_id;
 };
 
+#define VERDICT_UNKNOWN 0
+#define VERDICT_TARGET 1
+#define VERDICT_OTHER 2
+
 /* In-flight call, one slot per task: it lives and dies with the task, so
- * (unlike an LRU hash of tids) nothing can evict a call in flight, and a
- * task that never enters a traced call never gets a slot. */
+ * (unlike an LRU hash of tids) nothing can evict a call in flight. With
+ * name, cgroup or --all targets it also caches whether the task is a
+ * target, so a target's later syscalls skip the name hash and the
+ * exclusion lookups (pid-only targets keep their one 4-byte lookup). */
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -197,20 +208,66 @@ static __always_inline bool current_matches(__u32 tgid)
 	return task_matches(bpf_get_current_task_btf(), tgid);
 }
 
+/* What a task's verdict depends on besides its tgid: its process name and,
+ * with cgroup targets, its cgroup v2 id. */
+static __always_inline void verdict_key(struct task_struct *task, __u64 *comm, __u64 *cgid)
+{
+	__builtin_memcpy(comm, task->group_leader->comm, AGENT_COMM_LEN);
+	*cgid = 0;
+	if (filter_flags & TARGET_CGROUP)
+		*cgid = BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id);
+}
+
+/* The task's slot when it is a target (created if needed), else NULL. A
+ * target whose slot cannot be had (no memory, or the storage busy in a
+ * nested program) loses this call's event, counted. Only targets get a
+ * slot: a task that is no target costs a storage lookup that finds
+ * nothing, then the checks (a slot for every task on the host, tried,
+ * cost non-targets more than the name lookup it saved them). */
+static __always_inline struct syscall_start *target_slot(struct task_struct *task)
+{
+	struct syscall_start *start;
+	__u64 comm[AGENT_COMM_LEN / 8], cgid;
+	bool target;
+
+	if (!(filter_flags & (TARGET_ALL | TARGET_COMM | TARGET_CGROUP))) {
+		if (!task_matches(task, task->tgid))
+			return NULL;
+		start = bpf_task_storage_get(&syscall_starts, task, 0,
+					     BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!start)
+			count_drop(PROBE_SYSCALL);
+		return start;
+	}
+	verdict_key(task, comm, &cgid);
+	start = bpf_task_storage_get(&syscall_starts, task, 0, 0);
+	if (start && start->verdict != VERDICT_UNKNOWN && start->comm[0] == comm[0] &&
+	    start->comm[1] == comm[1] && start->cgroup_id == cgid)
+		return start->verdict == VERDICT_TARGET ? start : NULL;
+	target = task_matches(task, task->tgid);
+	if (!start && !target)
+		return NULL;
+	if (!start)
+		start = bpf_task_storage_get(&syscall_starts, task, 0,
+					     BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!start) {
+		count_drop(PROBE_SYSCALL);
+		return NULL;
+	}
+	start->verdict = target ? VERDICT_TARGET : VERDICT_OTHER;
+	start->comm[0] = comm[0];
+	start->comm[1] = comm[1];
+	start->cgroup_id = cgid;
+	return target ? start : NULL;
+}
+
 static __always_inline void syscall_enter(__u32 nr)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct syscall_start *start;
+	struct syscall_start *start = target_slot(task);
 
-	if (!task_matches(task, task->tgid))
+	if (!start)
 		return;
-	start = bpf_task_storage_get(&syscall_starts, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!start) {
-		/* No memory for the task's slot (or the storage busy in a
-		 * nested program): this call's event is lost, and counted. */
-		count_drop(PROBE_SYSCALL);
-		return;
-	}
 	start->nr = nr;
 	start->start_ns = bpf_ktime_get_ns();
 }
