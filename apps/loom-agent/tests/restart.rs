@@ -10,7 +10,9 @@ mod support;
 use std::time::Duration;
 
 use rand::Rng;
-use support::harness::{assert_each_inside_its_call, calls_of, probes_can_run, Agent, App, Traced};
+use support::harness::{
+    assert_each_inside_its_call, calls_of, lost, probes_can_run, Agent, App, Traced,
+};
 
 /// Kernel and user-space clocks: the agent maps the kernel's monotonic
 /// event time onto the wall clock once at start; the child reads the wall
@@ -47,7 +49,7 @@ fn loom_app_killed_mid_run_loses_nothing_and_moves_nothing() {
     let s = agent.stop();
     println!("{s:?}");
     assert!(s["connections"] >= 2, "the agent reconnected: {s:?}");
-    let lost = s["kernel_drops"] + s["queue_drops"] + s["send_drops"];
+    let lost = lost(&s);
 
     let calls = calls_of(&log);
     assert_eq!(calls.len() as u64, k, "the child logged every call");

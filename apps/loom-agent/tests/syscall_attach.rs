@@ -11,7 +11,7 @@ mod support;
 use std::process::Command;
 
 use rand::Rng;
-use support::harness::{assert_each_inside_its_call, calls_of, sibling, Agent, App, Traced};
+use support::harness::{assert_each_inside_its_call, calls_of, lost, sibling, Agent, App, Traced};
 
 const SLACK_US: u64 = 2_000;
 
@@ -69,7 +69,7 @@ fn fentry_stores_the_listed_calls_at_their_times_and_nothing_else() {
     let log = child.done();
     std::thread::sleep(std::time::Duration::from_millis(300));
     let s = agent.stop();
-    let lost = s["kernel_drops"] + s["queue_drops"] + s["send_drops"];
+    let lost = lost(&s);
     assert_eq!(lost, 0, "{s:?}");
     let calls = calls_of(&log);
     assert_eq!(calls.len() as u64, k, "the child logged every call");

@@ -7,7 +7,7 @@
 mod support;
 
 use rand::Rng;
-use support::harness::{Agent, App, Traced};
+use support::harness::{lost, Agent, App, Traced};
 
 fn count(app: &App, comm: &str) -> u64 {
     let host = telemetry::wire::sender::hostname();
@@ -85,7 +85,7 @@ fn each_selection_stores_exactly_the_targets_calls() {
         noise.done();
         std::thread::sleep(std::time::Duration::from_millis(300));
         let s = agent.stop();
-        let lost = s["kernel_drops"] + s["queue_drops"] + s["send_drops"];
+        let lost = lost(&s);
         assert_eq!(lost, 0, "{mode}: {s:?}");
         assert_eq!(count(&app, &tname), k, "{mode}: the target's pread64 calls");
         let want_noise = if mode == "all" { k_noise } else { 0 };
@@ -122,7 +122,7 @@ fn a_tiny_ring_buffer_counts_every_lost_event() {
     std::thread::sleep(std::time::Duration::from_millis(300));
     let s = agent.stop();
     let stored = count(&app, &name);
-    let lost = s["kernel_drops"] + s["queue_drops"] + s["send_drops"];
+    let lost = lost(&s);
     assert!(
         s["kernel_drops"] > 0,
         "a 4 KiB ring buffer under a storm must overflow: {s:?}"
@@ -191,7 +191,7 @@ fn a_target_that_renames_itself_or_leaves_its_cgroup_is_judged_again() {
         child.done();
         std::thread::sleep(std::time::Duration::from_millis(300));
         let s = agent.stop();
-        let lost = s["kernel_drops"] + s["queue_drops"] + s["send_drops"];
+        let lost = lost(&s);
         assert_eq!(lost, 0, "{mode}: {s:?}");
         assert_eq!(
             count(&app, &tname),

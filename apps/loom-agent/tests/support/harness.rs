@@ -300,6 +300,12 @@ impl Agent {
     }
 }
 
+/// Events the agent's summary counts as lost at any stage: in the kernel's
+/// ring buffers, refused by its queue, or dropped unsent.
+pub fn lost(summary: &std::collections::HashMap<String, u64>) -> u64 {
+    summary["kernel_drops"] + summary["queue_drops"] + summary["send_drops"]
+}
+
 impl Drop for Agent {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -212,7 +212,7 @@ static __always_inline bool current_matches(__u32 tgid)
  * with cgroup targets, its cgroup v2 id. */
 static __always_inline void verdict_key(struct task_struct *task, __u64 *comm, __u64 *cgid)
 {
-	__builtin_memcpy(comm, task->group_leader->comm, AGENT_COMM_LEN);
+	leader_comm(task, (char *)comm);
 	*cgid = 0;
 	if (filter_flags & TARGET_CGROUP)
 		*cgid = BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id);
