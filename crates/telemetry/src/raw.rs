@@ -10,7 +10,7 @@
 
 use crate::batch::MIN_TAGGED_RECORD_LEN;
 use crate::record::BlockOp;
-use crate::record::{u32_at, u64_at, Kind, Record};
+use crate::record::{u32_at, u64_at, Kind, KvOp, Record};
 use crate::source::{self, SourceId};
 use crate::{DecodeError, KvOpKind};
 
@@ -34,10 +34,17 @@ pub fn validate_payload(payload: &[u8], count: u32) -> Result<(), DecodeError> {
         let body = payload
             .get(off + 1..end)
             .ok_or(DecodeError::TruncatedRecord { index, offset: off })?;
-        // Only KV ops and block I/O have fields that can be invalid; decoding one is a
-        // few loads, and sharing the decoder keeps both checks identical.
-        if matches!(kind, Kind::KvOp | Kind::BlockIo | Kind::AgentStat) {
-            Record::decode(kind, body)?;
+        // Only KV ops, block I/O and agent stats have fields that can be
+        // invalid. KV ops are most of a workload's records: their decoder's
+        // own check runs inline, without building a record (it was 7 % of
+        // an ingesting loom-app's CPU as a call); the rare other two share
+        // the decoder, so both checks stay identical either way.
+        match kind {
+            Kind::KvOp => KvOp::check(body)?,
+            Kind::BlockIo | Kind::AgentStat => {
+                Record::decode(kind, body)?;
+            }
+            _ => {}
         }
         off = end;
     }

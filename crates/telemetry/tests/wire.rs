@@ -3,9 +3,30 @@
 
 mod common;
 
+use std::io::{BufReader, Read};
+
 use proptest::prelude::*;
-use telemetry::wire::{decode_frame, encode_frame, FrameReader, FrameWriter, DEFAULT_MAX_PAYLOAD};
-use telemetry::{Batch, DecodeError, WireError};
+use telemetry::wire::{
+    decode_frame, encode_frame, FrameReader, FrameWriter, Incoming, DEFAULT_MAX_PAYLOAD,
+    FRAME_HEADER_LEN,
+};
+use telemetry::{Batch, DecodeError, KvOp, WireError};
+
+/// A stream that hands out at most `step` bytes per read, as a socket
+/// does when data arrives in pieces.
+struct Trickle<'a> {
+    data: &'a [u8],
+    step: usize,
+}
+
+impl Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = buf.len().min(self.step).min(self.data.len());
+        buf[..n].copy_from_slice(&self.data[..n]);
+        self.data = &self.data[n..];
+        Ok(n)
+    }
+}
 
 fn frame(b: &Batch) -> Vec<u8> {
     let mut v = Vec::new();
@@ -54,6 +75,64 @@ proptest! {
         // A bit flip in the length field may also surface as truncation; all
         // that matters is that it is rejected without panicking.
         prop_assert!(decode_frame(&f, DEFAULT_MAX_PAYLOAD).is_err());
+    }
+
+    /// `read_frame_into` appends a frame's payload whole, after what the
+    /// buffer held, however the bytes arrive (pieces smaller and larger
+    /// than the reader's buffer); a frame cut short leaves the buffer as it
+    /// was and is `Truncated`.
+    #[test]
+    fn frames_are_appended_whole_or_not_at_all(
+        batches in proptest::collection::vec(common::batch(), 1..4),
+        step in 1usize..300,
+        capacity in 1usize..512,
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let frames: Vec<Vec<u8>> = batches.iter().map(frame).collect();
+        let stream = frames.concat();
+        let n = cut.index(stream.len() + 1);
+        let trickle = Trickle { data: &stream[..n], step };
+        let mut reader = FrameReader::new(BufReader::with_capacity(capacity, trickle));
+        let mut out = b"held before".to_vec();
+        let mut want = out.clone();
+        let mut whole = 0usize;
+        for f in &frames {
+            let before = out.clone();
+            match reader.read_frame_into(&mut out) {
+                Ok(Some(Incoming::Data(h))) => {
+                    prop_assert_eq!(h.payload_len as usize, f.len() - FRAME_HEADER_LEN);
+                    want.extend_from_slice(&f[FRAME_HEADER_LEN..]);
+                    prop_assert_eq!(&out, &want);
+                    whole += f.len();
+                }
+                Ok(None) => {
+                    prop_assert_eq!(n, whole, "a clean end only at a frame boundary");
+                    break;
+                }
+                Err(WireError::Truncated { .. }) => {
+                    prop_assert!(n < whole + f.len());
+                    prop_assert_eq!(&out, &before, "a cut frame leaves the buffer as it was");
+                    break;
+                }
+                other => prop_assert!(false, "unexpected {:?}", other),
+            }
+        }
+    }
+
+    /// The receivers' inline KV check accepts exactly what the decoder
+    /// accepts, with the same error.
+    #[test]
+    fn kv_check_agrees_with_the_decoder(bytes in proptest::collection::vec(any::<u8>(), 22..27), op in 0u8..4, reserved in any::<bool>()) {
+        let mut b = bytes;
+        if let Some(x) = b.get_mut(4) {
+            *x = op;
+        }
+        if !reserved {
+            for x in b.iter_mut().skip(5).take(3) {
+                *x = 0;
+            }
+        }
+        prop_assert_eq!(KvOp::check(&b), KvOp::decode(&b).map(|_| ()));
     }
 
     #[test]

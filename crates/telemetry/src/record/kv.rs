@@ -46,20 +46,21 @@ impl KvOp {
         out.extend_from_slice(&self.duration_us.to_le_bytes());
     }
 
-    /// Decodes exactly [`Self::ENCODED_LEN`] bytes.
-    pub fn decode(b: &[u8]) -> Result<KvOp, DecodeError> {
+    /// Checks that `b` is a valid encoding (exactly [`Self::ENCODED_LEN`]
+    /// bytes, a known op, zero reserved bytes) without building the record:
+    /// [`Self::decode`] accepts exactly the bytes this accepts, with the
+    /// same errors. Receivers check every KV op of every frame, so this
+    /// stays a few inlined loads.
+    #[inline]
+    pub fn check(b: &[u8]) -> Result<(), DecodeError> {
         check_len(Kind::KvOp, b)?;
-        let op = match b[4] {
-            0 => KvOpKind::Read,
-            1 => KvOpKind::Write,
-            other => {
-                return Err(DecodeError::BadField {
-                    kind: "kv",
-                    field: "op",
-                    value: u64::from(other),
-                })
-            }
-        };
+        if b[4] > 1 {
+            return Err(DecodeError::BadField {
+                kind: "kv",
+                field: "op",
+                value: u64::from(b[4]),
+            });
+        }
         if b[5..8] != [0, 0, 0] {
             // Reserved bytes must be zero, so every record has one encoding.
             return Err(DecodeError::BadField {
@@ -68,9 +69,19 @@ impl KvOp {
                 value: u64::from(b[5]) | u64::from(b[6]) << 8 | u64::from(b[7]) << 16,
             });
         }
+        Ok(())
+    }
+
+    /// Decodes exactly [`Self::ENCODED_LEN`] bytes.
+    pub fn decode(b: &[u8]) -> Result<KvOp, DecodeError> {
+        Self::check(b)?;
         Ok(KvOp {
             thread_id: u32_at(b, 0),
-            op,
+            op: if b[4] == 0 {
+                KvOpKind::Read
+            } else {
+                KvOpKind::Write
+            },
             start_us: u64_at(b, 8),
             duration_us: u64_at(b, 16),
         })

@@ -88,16 +88,31 @@ impl<R: Read> FrameReader<R> {
         parse_header(&hb[..len], self.max_payload).map(Some)
     }
 
-    /// Reads exactly `n` payload bytes into `buf[old..]`.
+    /// Appends exactly `n` payload bytes to `buf`; on an error `buf` is
+    /// left as it was.
+    ///
+    /// Through `Take::read_to_end`, not a zero-filled `resize` and `read`:
+    /// the standard library then copies from a `BufReader`'s buffer into
+    /// the spare capacity without initialising it first. The zero fill was
+    /// 4.5 % of an ingesting loom-app's CPU, for bytes overwritten at once.
     fn read_payload(&mut self, buf: &mut Vec<u8>, n: usize) -> Result<(), WireError> {
         let old = buf.len();
-        buf.resize(old + n, 0);
-        let got = read_full(&mut self.inner, &mut buf[old..])?;
-        if got < n {
-            buf.truncate(old);
-            return Err(WireError::Truncated { needed: n, got });
+        buf.reserve(n);
+        let read = (&mut self.inner).take(n as u64).read_to_end(buf);
+        match read {
+            Ok(got) if got == n => Ok(()),
+            Ok(got) => {
+                buf.truncate(old);
+                Err(WireError::Truncated { needed: n, got })
+            }
+            Err(e) => {
+                buf.truncate(old);
+                Err(WireError::Io {
+                    context: "reading a frame",
+                    source: e,
+                })
+            }
         }
-        Ok(())
     }
 
     /// Reads the next data frame into `out` (reusing its allocation).
