@@ -10,7 +10,7 @@ use telemetry::wire::{
     decode_frame, encode_frame, FrameReader, FrameWriter, Incoming, DEFAULT_MAX_PAYLOAD,
     FRAME_HEADER_LEN,
 };
-use telemetry::{Batch, DecodeError, KvOp, WireError};
+use telemetry::{Batch, DecodeError, KvOp, KvOpKind, WireError};
 
 /// A stream that hands out at most `step` bytes per read, as a socket
 /// does when data arrives in pieces.
@@ -32,6 +32,35 @@ fn frame(b: &Batch) -> Vec<u8> {
     let mut v = Vec::new();
     encode_frame(b, &mut v).unwrap();
     v
+}
+
+/// A stream that fails once its position reaches `fail_at`: with a
+/// timeout, or with `Interrupted` (which readers retry) when `interrupt`.
+struct Failing<'a> {
+    data: &'a [u8],
+    fail_at: usize,
+    interrupt: bool,
+    pos: usize,
+}
+
+impl Read for Failing<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.pos == self.fail_at {
+            // Fails once: an interrupted read goes on where it stopped.
+            self.fail_at = usize::MAX;
+            let kind = if self.interrupt {
+                std::io::ErrorKind::Interrupted
+            } else {
+                std::io::ErrorKind::TimedOut
+            };
+            return Err(kind.into());
+        }
+        let end = self.data.len().min(self.fail_at).min(self.pos + buf.len());
+        let n = end - self.pos;
+        buf[..n].copy_from_slice(&self.data[self.pos..end]);
+        self.pos = end;
+        Ok(n)
+    }
 }
 
 proptest! {
@@ -119,10 +148,15 @@ proptest! {
         }
     }
 
-    /// The receivers' inline KV check accepts exactly what the decoder
-    /// accepts, with the same error.
+    /// The receivers' inline KV check accepts exactly the encodings the
+    /// format allows (24 bytes, op 0 or 1, reserved bytes zero), and the
+    /// decoder accepts the same, reading the fields at their offsets.
     #[test]
-    fn kv_check_agrees_with_the_decoder(bytes in proptest::collection::vec(any::<u8>(), 22..27), op in 0u8..4, reserved in any::<bool>()) {
+    fn kv_check_accepts_exactly_the_valid_encodings(
+        bytes in proptest::collection::vec(any::<u8>(), 22..27),
+        op in 0u8..4,
+        reserved in any::<bool>(),
+    ) {
         let mut b = bytes;
         if let Some(x) = b.get_mut(4) {
             *x = op;
@@ -132,7 +166,51 @@ proptest! {
                 *x = 0;
             }
         }
-        prop_assert_eq!(KvOp::check(&b), KvOp::decode(&b).map(|_| ()));
+        let valid = b.len() == 24 && b[4] <= 1 && b[5..8] == [0, 0, 0];
+        prop_assert_eq!(KvOp::check(&b).is_ok(), valid);
+        match KvOp::decode(&b) {
+            Ok(k) => {
+                prop_assert!(valid);
+                prop_assert_eq!(k.thread_id.to_le_bytes(), [b[0], b[1], b[2], b[3]]);
+                prop_assert_eq!(k.op == KvOpKind::Write, b[4] == 1);
+                prop_assert_eq!(&k.start_us.to_le_bytes()[..], &b[8..16]);
+                prop_assert_eq!(&k.duration_us.to_le_bytes()[..], &b[16..24]);
+            }
+            Err(e) => {
+                prop_assert!(!valid);
+                prop_assert_eq!(KvOp::check(&b), Err(e));
+            }
+        }
+    }
+
+    /// A stream that fails in the middle of a payload (a timeout, a reset)
+    /// leaves the buffer as it was and says why; interrupted reads are
+    /// retried.
+    #[test]
+    fn an_error_inside_a_payload_leaves_the_buffer_as_it_was(
+        b in common::batch(),
+        at in any::<prop::sample::Index>(),
+        interrupt in any::<bool>(),
+    ) {
+        let f = frame(&b);
+        prop_assume!(f.len() > FRAME_HEADER_LEN);
+        // Fails after the header and `at` payload bytes.
+        let fail_at = FRAME_HEADER_LEN + at.index(f.len() - FRAME_HEADER_LEN);
+        let stream = Failing { data: &f, fail_at, interrupt, pos: 0 };
+        let mut reader = FrameReader::new(BufReader::with_capacity(64, stream));
+        let mut out = b"held before".to_vec();
+        match reader.read_frame_into(&mut out) {
+            Ok(Some(Incoming::Data(_))) => {
+                // An interruption is retried: the frame arrives whole.
+                prop_assert!(interrupt);
+                prop_assert_eq!(&out[11..], &f[FRAME_HEADER_LEN..]);
+            }
+            Err(WireError::Io { .. }) => {
+                prop_assert!(!interrupt);
+                prop_assert_eq!(&out[..], &b"held before"[..]);
+            }
+            other => prop_assert!(false, "unexpected {:?}", other),
+        }
     }
 
     #[test]
