@@ -12,38 +12,31 @@ use telemetry::wire::{
 };
 use telemetry::{Batch, DecodeError, KvOp, KvOpKind, WireError};
 
-/// A stream that hands out at most `step` bytes per read, as a socket
-/// does when data arrives in pieces.
-struct Trickle<'a> {
+/// A stream as a socket delivers it: at most `step` bytes per read, and,
+/// at position `fail_at`, one failing read: a timeout, or `Interrupted`
+/// (which readers retry) when `interrupt`.
+struct Pieces<'a> {
     data: &'a [u8],
+    pos: usize,
     step: usize,
+    fail_at: usize,
+    interrupt: bool,
 }
 
-impl Read for Trickle<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = buf.len().min(self.step).min(self.data.len());
-        buf[..n].copy_from_slice(&self.data[..n]);
-        self.data = &self.data[n..];
-        Ok(n)
+impl<'a> Pieces<'a> {
+    /// `data` in pieces of at most `step` bytes, never failing.
+    fn new(data: &'a [u8], step: usize) -> Self {
+        Pieces {
+            data,
+            pos: 0,
+            step,
+            fail_at: usize::MAX,
+            interrupt: false,
+        }
     }
 }
 
-fn frame(b: &Batch) -> Vec<u8> {
-    let mut v = Vec::new();
-    encode_frame(b, &mut v).unwrap();
-    v
-}
-
-/// A stream that fails once its position reaches `fail_at`: with a
-/// timeout, or with `Interrupted` (which readers retry) when `interrupt`.
-struct Failing<'a> {
-    data: &'a [u8],
-    fail_at: usize,
-    interrupt: bool,
-    pos: usize,
-}
-
-impl Read for Failing<'_> {
+impl Read for Pieces<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         if self.pos == self.fail_at {
             // Fails once: an interrupted read goes on where it stopped.
@@ -55,12 +48,18 @@ impl Read for Failing<'_> {
             };
             return Err(kind.into());
         }
-        let end = self.data.len().min(self.fail_at).min(self.pos + buf.len());
+        let end = (self.data.len().min(self.fail_at)).min(self.pos + buf.len().min(self.step));
         let n = end - self.pos;
         buf[..n].copy_from_slice(&self.data[self.pos..end]);
         self.pos = end;
         Ok(n)
     }
+}
+
+fn frame(b: &Batch) -> Vec<u8> {
+    let mut v = Vec::new();
+    encode_frame(b, &mut v).unwrap();
+    v
 }
 
 proptest! {
@@ -120,8 +119,8 @@ proptest! {
         let frames: Vec<Vec<u8>> = batches.iter().map(frame).collect();
         let stream = frames.concat();
         let n = cut.index(stream.len() + 1);
-        let trickle = Trickle { data: &stream[..n], step };
-        let mut reader = FrameReader::new(BufReader::with_capacity(capacity, trickle));
+        let pieces = Pieces::new(&stream[..n], step);
+        let mut reader = FrameReader::new(BufReader::with_capacity(capacity, pieces));
         let mut out = b"held before".to_vec();
         let mut want = out.clone();
         let mut whole = 0usize;
@@ -196,7 +195,7 @@ proptest! {
         prop_assume!(f.len() > FRAME_HEADER_LEN);
         // Fails after the header and `at` payload bytes.
         let fail_at = FRAME_HEADER_LEN + at.index(f.len() - FRAME_HEADER_LEN);
-        let stream = Failing { data: &f, fail_at, interrupt, pos: 0 };
+        let stream = Pieces { fail_at, interrupt, ..Pieces::new(&f, usize::MAX) };
         let mut reader = FrameReader::new(BufReader::with_capacity(64, stream));
         let mut out = b"held before".to_vec();
         match reader.read_frame_into(&mut out) {
