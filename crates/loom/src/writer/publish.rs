@@ -131,6 +131,30 @@ impl Writer {
         Ok(())
     }
 
+    /// Drops the written block at `base` from the durable snapshot, so
+    /// that its memory can be reused: everything in it is on disk (it was
+    /// written before its slot is reused), so the snapshot's readers read
+    /// its chunks from the segment files instead. What the snapshot holds
+    /// is unchanged; a reader holding the old one keeps its own view.
+    pub(super) fn release_from_durable(&mut self, base: u64) {
+        let d = self.shared.durable.load_full();
+        if d.blocks.iter().all(|(b, _)| *b != base) {
+            return;
+        }
+        self.shared.durable.store(Arc::new(Published {
+            ids: Arc::clone(&d.ids),
+            sources: d.sources.clone(),
+            blocks: d
+                .blocks
+                .iter()
+                .filter(|(b, _)| *b != base)
+                .cloned()
+                .collect(),
+            files: Arc::clone(&d.files),
+            retained_from: d.retained_from,
+        }));
+    }
+
     /// Marks the snapshot just published as durable: `sync` ran right after
     /// a persist (every record sealed, written and synced) or an open.
     pub(super) fn publish_durable(&mut self) {
