@@ -34,9 +34,10 @@ pub(crate) struct SourceSummaries {
     /// the compact copies a window's first pass reads (`index::compact`).
     counts: AppendVec<BinCount>,
     totals: AppendVec<ChunkTotal>,
-    /// Chunk number of `spans[0]`: paging out starts the vectors again
-    /// at the first chunk kept, so a source holds exactly what is not
-    /// paged (not up to a slab more).
+    /// Chunk number of `spans[0]`: paging out frees whole slabs in place,
+    /// and starts the vectors again at the first chunk kept (moving this)
+    /// only for a source whose partly freed slabs would hold more than it
+    /// keeps.
     span_base: usize,
     /// Bin number (`BinSpan::start`) of `bins[0]`.
     bin_base: u64,
@@ -485,5 +486,78 @@ impl Summariser {
             out.push(sm);
         }
         r.map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `chunks` chunks of `bins` summaries each, 10 chunks per segment of
+    /// 1 MiB: chunk `c`'s bins are `c·bins + k`.
+    fn summaries(chunks: usize, bins: u32) -> SourceSummaries {
+        let mut s = SourceSummaries::new(1 << 20);
+        for c in 0..chunks {
+            let b: Vec<BinSummary> = (0..bins)
+                .map(|k| BinSummary {
+                    bin: k,
+                    count: c as u32 * bins + k,
+                    ..BinSummary::default()
+                })
+                .collect();
+            s.push_chunk((c as u64 / 10) << 20 | (c as u64 % 10) << 10, &b);
+        }
+        s
+    }
+
+    /// The summaries held for chunk `c`, `None` when not in memory.
+    fn of(s: &SourceSummaries, c: usize) -> Option<Vec<u32>> {
+        let span = s.span(c).filter(|sp| sp.in_memory())?;
+        let first = (span.start - s.bin_base) as usize;
+        (first..first + span.len as usize)
+            .map(|i| s.bins.get(i).map(|b| b.count))
+            .collect()
+    }
+
+    /// A busy source (a slab of summaries per few chunks) pages out in
+    /// place: nothing kept is copied, the freed slabs' memory goes, and
+    /// every kept chunk's summaries read as pushed. A slow one (many
+    /// chunks per slab) starts its vectors again, so it holds only what
+    /// it keeps.
+    #[test]
+    fn paging_out_frees_in_place_and_copies_only_a_slow_source() {
+        let mut busy = summaries(500, 300);
+        let before = busy.held_bytes();
+        busy.page_out_through(29);
+        assert_eq!(busy.paged_below, 300);
+        assert_eq!(busy.span_base, 0, "a busy source is not copied");
+        let kept = 200 * 300 * (SUMMARY_BYTES + std::mem::size_of::<BinCount>())
+            + 200 * (std::mem::size_of::<BinSpan>() + std::mem::size_of::<ChunkTotal>());
+        // At most a partly freed slab per vector stays behind.
+        let slabs = PAGE * (SUMMARY_BYTES + std::mem::size_of::<BinCount>())
+            + PAGE * (std::mem::size_of::<BinSpan>() + std::mem::size_of::<ChunkTotal>());
+        assert!(
+            busy.held_bytes() < before / 2,
+            "{} of {before}",
+            busy.held_bytes()
+        );
+        assert!(
+            busy.held_bytes() <= kept + slabs,
+            "{} held, {kept} kept",
+            busy.held_bytes()
+        );
+        for c in 300..500 {
+            let want: Vec<u32> = (0..300).map(|k| c as u32 * 300 + k).collect();
+            assert_eq!(of(&busy, c), Some(want), "chunk {c}");
+        }
+
+        let mut slow = summaries(500, 2);
+        slow.page_out_through(29);
+        assert_eq!(slow.paged_below, 300);
+        assert_eq!(slow.span_base, 300, "a slow source starts again");
+        assert_eq!(slow.spans.held(), 200);
+        for c in 300..500 {
+            assert_eq!(of(&slow, c), Some(vec![c as u32 * 2, c as u32 * 2 + 1]));
+        }
     }
 }
