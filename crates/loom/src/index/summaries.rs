@@ -159,7 +159,7 @@ impl SourceSummaries {
             // is kept into new vectors frees the rest too, but costs what
             // is kept: done on every segment paged out, late in a paced
             // 60 s P2 run that copy (hundreds of MB of a busy source's
-            // newer summaries, per segment) took a third of the indexer's
+            // newer summaries, per segment) took more than half of the indexer's
             // time. So it is done only when what stays behind in partly
             // freed slabs (at most a slab per vector) outweighs what is
             // kept: a slow source, whose copy is then small.
