@@ -136,7 +136,7 @@ impl Writer {
                             // third of the rotations of a paced P2 run
                             // allocated a new 16 MiB block for it, and
                             // faulting its pages in cost the ingest thread
-                            // a sixth of its time.
+                            // an eighth of its time.
                             self.release_from_durable(slot.base);
                         }
                         slot.block.reset();
