@@ -250,9 +250,9 @@ impl<T: Copy> SlabView<T> {
 /// The list of full slabs is shared with views, so adding a slab while a
 /// view holds the list copies it. The indexer publishes a view of every
 /// summary log after each batch, so that copy was made on nearly every
-/// page: one `Arc` increment per page held (thousands) and a newly
-/// allocated list, which by the end of a paced 60 s P2 run had doubled the
-/// indexer's CPU. So the list is double-buffered: the previous list, once
+/// page: one `Arc` increment per page held (thousands, once a busy
+/// source's summaries fill the index budget) and a newly allocated list.
+/// So the list is double-buffered: the previous list, once
 /// no view holds it, is brought up to date (the few slabs added since) and
 /// takes the new slab instead of a copy.
 pub(crate) struct AppendVec<T: Copy> {
