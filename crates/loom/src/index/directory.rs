@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::index::paged::SummaryPages;
-use crate::log::slab::{AppendVec, AppendView};
+use crate::log::append_vec::{AppendVec, AppendView};
 
 /// Directory entries per slab page.
 const PAGE: usize = 4096;

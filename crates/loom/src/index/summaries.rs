@@ -8,8 +8,8 @@ use crate::bin_summary::{BinSummary, FineLayout};
 use crate::index::compact::{BinCount, ChunkTotal};
 use crate::index::paged::{PagedBins, SummaryPages, SUMMARY_BYTES};
 use crate::index::state::IndexState;
+use crate::log::append_vec::{AppendVec, AppendView};
 use crate::log::record::for_each_bytes;
-use crate::log::slab::{AppendVec, AppendView};
 
 /// Entries per slab page of the summary logs. Retention frees whole
 /// slabs, so a source holds up to a slab more than it keeps (1024 bin
