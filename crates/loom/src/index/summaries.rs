@@ -175,11 +175,9 @@ impl SourceSummaries {
     /// Bytes held in memory for chunks below `chunk` (in slabs that also
     /// hold later chunks' summaries).
     fn unfreed_below(&self, chunk: usize) -> usize {
-        let held_from = |v_len: usize, v_held: usize| v_len - v_held;
-        let spans = (chunk.saturating_sub(self.span_base))
-            .saturating_sub(held_from(self.spans.len(), self.spans.held()));
+        let spans = (chunk.saturating_sub(self.span_base)).saturating_sub(self.spans.first());
         let first_bin = self.first_bin_from(chunk).saturating_sub(self.bin_base) as usize;
-        let bins = first_bin.saturating_sub(held_from(self.bins.len(), self.bins.held()));
+        let bins = first_bin.saturating_sub(self.bins.first());
         spans * (std::mem::size_of::<BinSpan>() + std::mem::size_of::<ChunkTotal>())
             + bins * (SUMMARY_BYTES + std::mem::size_of::<BinCount>())
     }

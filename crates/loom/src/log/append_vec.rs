@@ -112,10 +112,11 @@ impl<T: Copy> AppendVec<T> {
             let reused = match self.previous.take() {
                 Some((mut list, first)) => Arc::get_mut(&mut list)
                     .map(|v| {
-                        // `v` is what `full` was at some earlier point:
-                        // slabs since freed at the front, slabs since
-                        // added at the end.
-                        v.drain(..(self.first_page - first).min(v.len()));
+                        // `v` is what `full` was at some earlier point,
+                        // short of the slabs added at the end since.
+                        // None were freed at the front since (`drop_below`
+                        // clears `previous`), so the drain is a guard.
+                        v.drain(..self.first_page.saturating_sub(first).min(v.len()));
                         let have = v.len();
                         v.extend(self.full.iter().skip(have).cloned());
                     })
@@ -154,9 +155,14 @@ impl<T: Copy> AppendVec<T> {
         self.total.checked_sub(1).and_then(|i| self.get(i))
     }
 
+    /// The first index not freed.
+    pub(crate) fn first(&self) -> usize {
+        (self.first_page * self.page).min(self.total)
+    }
+
     /// Entries held in memory (not freed).
     pub(crate) fn held(&self) -> usize {
-        self.total - self.first_page * self.page
+        self.total - self.first()
     }
 
     pub(crate) fn view(&self) -> AppendView<T> {
