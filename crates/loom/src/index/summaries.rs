@@ -175,7 +175,9 @@ impl SourceSummaries {
     /// Bytes held in memory for chunks below `chunk` (in slabs that also
     /// hold later chunks' summaries).
     fn unfreed_below(&self, chunk: usize) -> usize {
-        let spans = (chunk.saturating_sub(self.span_base)).saturating_sub(self.spans.first());
+        let spans = chunk
+            .saturating_sub(self.span_base)
+            .saturating_sub(self.spans.first());
         let first_bin = self.first_bin_from(chunk).saturating_sub(self.bin_base) as usize;
         let bins = first_bin.saturating_sub(self.bins.first());
         spans * (std::mem::size_of::<BinSpan>() + std::mem::size_of::<ChunkTotal>())

@@ -27,9 +27,8 @@ use crate::log::slab::{SlabView, SlabWriter};
 /// takes the new slab instead of a copy.
 pub(crate) struct AppendVec<T: Copy> {
     full: Arc<Vec<SlabView<T>>>,
-    /// The list `full` replaced, with its own `first_page`: reused when no
-    /// view holds it any more.
-    previous: Option<(Arc<Vec<SlabView<T>>>, usize)>,
+    /// The list `full` replaced: reused when no view holds it any more.
+    previous: Option<Arc<Vec<SlabView<T>>>>,
     current: SlabWriter<T>,
     page: usize,
     total: usize,
@@ -110,13 +109,12 @@ impl<T: Copy> AppendVec<T> {
     fn full_mut(&mut self) -> &mut Vec<SlabView<T>> {
         if Arc::get_mut(&mut self.full).is_none() {
             let reused = match self.previous.take() {
-                Some((mut list, first)) => Arc::get_mut(&mut list)
+                Some(mut list) => Arc::get_mut(&mut list)
                     .map(|v| {
                         // `v` is what `full` was at some earlier point,
-                        // short of the slabs added at the end since.
-                        // None were freed at the front since (`drop_below`
-                        // clears `previous`), so the drain is a guard.
-                        v.drain(..self.first_page.saturating_sub(first).min(v.len()));
+                        // short of the slabs added at the end since (none
+                        // were freed at the front: `drop_below` clears
+                        // `previous`).
                         let have = v.len();
                         v.extend(self.full.iter().skip(have).cloned());
                     })
@@ -131,7 +129,7 @@ impl<T: Copy> AppendVec<T> {
                 Arc::new(self.full.as_ref().clone())
             });
             let old = std::mem::replace(&mut self.full, next);
-            self.previous = Some((old, self.first_page));
+            self.previous = Some(old);
         }
         // `full` was just made unique (the views hold the other list).
         Arc::make_mut(&mut self.full)
