@@ -419,8 +419,9 @@ impl Ingest {
 
 impl Ingest {
     /// Tells the store how full the receive queue is (the larger of its
-    /// messages and bytes against their limits), so that its flusher stops
-    /// compressing before the queue overflows and records are dropped.
+    /// messages and bytes against their limits), so that its flusher
+    /// compresses cheaper before the queue overflows and records are
+    /// dropped.
     fn tell_backlog(&self, rx: &Receiver<Msg>) {
         let by_msgs = rx.capacity().map_or(0, |cap| rx.len() * 100 / cap.max(1));
         let queued = self.counters.recv.queued_bytes.load(Ordering::Relaxed);

@@ -2,28 +2,37 @@
 //! level, the cheaper `CATCH_UP_LEVEL`, or chunks stored as they are
 //! (each counted in `FlusherStatus`), decided per chunk by one policy; and
 //! the flusher thread's priority, which lets it fall behind first.
+//!
+//! Only the flusher's own queue makes it store chunks as they are (the
+//! writer is then close to waiting for memory). The application's ingest
+//! queue makes it compress cheaper, never store raw: a raw chunk saves the
+//! CPU of compressing it but writes 10–15× the bytes, and on a VM's virtio
+//! disk writing costs CPU too (kernel time, and hypervisor time the guest
+//! sees as steal). Raw at half a full ingest queue, measured against this
+//! at 14.5 M records/s of paced P2 on a 2-core VM, ingested 9.8–10.1 M
+//! records/s where this ingests 13.1–13.3 M (docs/chunk-format.md).
 
 /// zstd level used while a job waits behind the current one (the flusher is
-/// falling behind) or the application's queue fills, before it gives up
-/// compressing: on the encode benchmark level −1 costs 5–10 % less CPU than
+/// falling behind; with `hurry_at` waiting it stores chunks as they are) or
+/// the application's queue fills: on the encode benchmark level −1 costs 5–10 % less CPU than
 /// level 1 for 1–15 % more bytes, and only while behind
 /// (docs/chunk-format.md).
 pub(crate) const CATCH_UP_LEVEL: i32 = -1;
 /// The application's ingest queue (`FlusherStatus::ingest_backlog`, in
 /// percent of its capacity) at which chunks are compressed at
-/// `CATCH_UP_LEVEL`, and at which they are stored as they are: a flusher
-/// that keeps up with its own jobs can still take the CPU the ingest thread
-/// needs on a small machine (docs/chunk-format.md), and the application's
-/// queue shows it before records are dropped.
+/// `CATCH_UP_LEVEL`: a flusher that keeps up with its own jobs can still
+/// take the CPU the ingest thread needs on a small machine
+/// (docs/chunk-format.md), and the application's queue shows it before
+/// records are dropped.
 const FAST_AT_BACKLOG: u8 = 25;
-const RAW_AT_BACKLOG: u8 = 50;
 
 /// How far behind the flusher is, and what it does about it.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Pace {
     /// Nothing waits: the configured level.
     Normal,
-    /// A job waits: the cheaper `CATCH_UP_LEVEL`.
+    /// A job waits, or the ingest queue fills: the cheaper
+    /// `CATCH_UP_LEVEL`.
     Fast,
     /// `hurry_at` jobs wait: chunks stored as they are.
     Raw,
@@ -52,9 +61,7 @@ impl Pace {
         } else {
             Pace::Normal
         };
-        let by_ingest = if ingest_backlog >= RAW_AT_BACKLOG {
-            Pace::Raw
-        } else if ingest_backlog >= FAST_AT_BACKLOG {
+        let by_ingest = if ingest_backlog >= FAST_AT_BACKLOG {
             Pace::Fast
         } else {
             Pace::Normal
@@ -90,9 +97,11 @@ mod tests {
             (true, 0, 25, Pace::Fast),
             (true, 2, 49, Pace::Fast),
             (true, 3, 0, Pace::Raw),
-            (true, 0, 50, Pace::Raw),
-            (true, 1, 50, Pace::Raw),
+            // A full ingest queue alone never stores raw.
+            (true, 0, 50, Pace::Fast),
+            (true, 1, 100, Pace::Fast),
             (true, 3, 25, Pace::Raw),
+            (true, 3, 100, Pace::Raw),
         ];
         for (compressing, queued, backlog, want) in cases {
             assert!(

@@ -231,11 +231,12 @@ impl Writer {
     }
 
     /// Tells the flusher how full the application's ingest queue is, in
-    /// percent of its capacity: from 25 % it compresses at zstd level −1,
-    /// from 50 % it stores chunks as they are until the queue drains (both
-    /// counted in `chunks_fast_to_keep_up` / `chunks_raw_to_keep_up`), so
-    /// compression yields the CPU before the queue overflows. Cheap: one
-    /// relaxed store.
+    /// percent of its capacity: from 25 % it compresses at zstd level −1
+    /// until the queue drains (counted in `chunks_fast_to_keep_up`), so
+    /// compression yields CPU before the queue overflows. It never makes
+    /// chunks stored raw: only the flusher's own queue does
+    /// (`Config::store_raw_when_queued`), as raw chunks cost the disk
+    /// 10–15× the bytes. Cheap: one relaxed store.
     pub fn set_ingest_backlog(&self, percent: u8) {
         self.flusher
             .status
