@@ -14,9 +14,9 @@
 
 /// zstd level used while a job waits behind the current one (the flusher is
 /// falling behind; with `hurry_at` waiting it stores chunks as they are) or
-/// the application's queue fills: on the encode benchmark level −1 costs 5–10 % less CPU than
-/// level 1 for 1–15 % more bytes, and only while behind
-/// (docs/chunk-format.md).
+/// the application's queue fills: on the encode benchmark level −1 costs
+/// 5–10 % less CPU than level 1 for 1–15 % more bytes, and only while
+/// behind (docs/chunk-format.md).
 pub(crate) const CATCH_UP_LEVEL: i32 = -1;
 /// The application's ingest queue (`FlusherStatus::ingest_backlog`, in
 /// percent of its capacity) at which chunks are compressed at
