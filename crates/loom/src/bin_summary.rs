@@ -76,6 +76,14 @@ impl FineLayout {
         Some(self.min + u64::from(bin - 1) * self.interval)
     }
 
+    /// The packing of value `lo + off` of a bin counted `count` times: the
+    /// same as `count` calls of [`FineLayout::add`] (a slot saturates).
+    #[inline]
+    pub(crate) fn slot(&self, off: u64, count: u32) -> u64 {
+        let mask = (1u64 << self.bits) - 1;
+        u64::from(count).min(mask) << (off as u32 * self.bits)
+    }
+
     /// Counts value `v` (in bin `bin`) in `fine`.
     #[inline(always)]
     pub(crate) fn add(&self, fine: &mut u64, bin: u32, v: u64) {

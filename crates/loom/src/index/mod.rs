@@ -9,3 +9,4 @@ pub(crate) mod indexer;
 pub(crate) mod paged;
 pub(crate) mod state;
 pub(crate) mod summaries;
+pub(crate) mod summariser;

@@ -4,12 +4,10 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use crate::bin_summary::{BinSummary, FineLayout};
+use crate::bin_summary::BinSummary;
 use crate::index::compact::{BinCount, ChunkTotal};
 use crate::index::paged::{PagedBins, SummaryPages, SUMMARY_BYTES};
-use crate::index::state::IndexState;
 use crate::log::append_vec::{AppendVec, AppendView};
-use crate::log::record::for_each_bytes;
 
 /// Entries per slab page of the summary logs. Retention frees whole
 /// slabs, so a source holds up to a slab more than it keeps (1024 bin
@@ -428,64 +426,6 @@ impl IndexSnapshot {
             next,
             end: next + u64::from(span.len),
         })
-    }
-}
-
-/// Scratch space for summarising chunks: one accumulator per bin, and the
-/// bins a chunk touched, so emitting and resetting costs per non-empty bin,
-/// not per declared bin (sources may declare thousands). Every accumulator
-/// is back to empty after each chunk, so one scratch space serves chunks
-/// of every index (it grows to the largest bin count it has met).
-pub(crate) struct Summariser {
-    acc: Vec<BinSummary>,
-    touched: Vec<u32>,
-}
-
-impl Summariser {
-    pub(crate) fn new() -> Self {
-        Summariser {
-            acc: Vec::new(),
-            touched: Vec::new(),
-        }
-    }
-
-    /// Summaries (bin order) of the `count` records encoded in `payload`.
-    pub(crate) fn summarise(
-        &mut self,
-        state: &IndexState,
-        payload: &[u8],
-        count: u32,
-        out: &mut Vec<BinSummary>,
-    ) -> Result<(), String> {
-        out.clear();
-        if self.acc.len() < state.bins.total() {
-            self.acc.resize(state.bins.total(), BinSummary::default());
-        }
-        let acc = &mut self.acc;
-        let touched = &mut self.touched;
-        touched.clear();
-        let fine = state.fine;
-        let r = for_each_bytes(payload, count, |b| {
-            let v = state.value(b);
-            let bin = state.bins.bin_of(v);
-            if let Some(slot) = acc.get_mut(bin as usize) {
-                if slot.count == 0 {
-                    touched.push(bin);
-                }
-                slot.add(v);
-                if let Some(f) = &fine {
-                    f.add(&mut slot.fine, bin, v);
-                }
-            }
-        });
-        touched.sort_unstable();
-        for &bin in touched.iter() {
-            let sm = std::mem::take(&mut acc[bin as usize]);
-            let mut sm = BinSummary { bin, ..sm };
-            sm.fine = FineLayout::kept(&sm);
-            out.push(sm);
-        }
-        r.map_err(|e| e.to_string())
     }
 }
 

@@ -148,6 +148,32 @@ impl Encoder {
         self.tile.resize(lanes * TILE, 0);
         self.tail.clear();
         self.tail.resize(tail * n, 0);
+        // The lane count is fixed per chunk: a loop specialised to it
+        // unrolls the per-record scatter (telemetry records are 8–64 bytes).
+        match lanes {
+            2 => self.rows::<2>(payload, first_ts, n, len),
+            4 => self.rows::<4>(payload, first_ts, n, len),
+            6 => self.rows::<6>(payload, first_ts, n, len),
+            7 => self.rows::<7>(payload, first_ts, n, len),
+            8 => self.rows::<8>(payload, first_ts, n, len),
+            10 => self.rows::<10>(payload, first_ts, n, len),
+            11 => self.rows::<11>(payload, first_ts, n, len),
+            16 => self.rows::<16>(payload, first_ts, n, len),
+            _ => self.rows::<0>(payload, first_ts, n, len),
+        }
+    }
+
+    /// [`Encoder::transpose`]'s pass over the records, for `L` lanes per
+    /// record (0: any number).
+    #[inline(always)]
+    fn rows<const L: usize>(
+        &mut self,
+        payload: &[u8],
+        first_ts: u64,
+        n: usize,
+        len: usize,
+    ) -> Option<Option<usize>> {
+        let (lanes, stride) = (len / 4, self.stride);
         let (mut pos, mut ts, mut prev_d) = (0usize, first_ts, 0u64);
         for i in 0..n {
             // A busy source's usual header: one-byte delta and length.
@@ -172,8 +198,18 @@ impl Encoder {
             // TILE records each row moves to its lane as one 64-byte copy,
             // instead of one scattered 4-byte store per lane and record.
             let j = i % TILE;
-            for (row, s) in self.tile.chunks_exact_mut(TILE).zip(body.chunks_exact(4)) {
-                row[j] = u32::from_le_bytes([s[0], s[1], s[2], s[3]]);
+            match (self.tile.get_mut(..L * TILE), body.get(..L * 4)) {
+                (Some(tile), Some(body)) if L > 0 => {
+                    for k in 0..L {
+                        let s = &body[4 * k..4 * k + 4];
+                        tile[k * TILE + j] = u32::from_le_bytes([s[0], s[1], s[2], s[3]]);
+                    }
+                }
+                _ => {
+                    for (row, s) in self.tile.chunks_exact_mut(TILE).zip(body.chunks_exact(4)) {
+                        row[j] = u32::from_le_bytes([s[0], s[1], s[2], s[3]]);
+                    }
+                }
             }
             if j == TILE - 1 || i + 1 == n {
                 // The stride leaves room for a whole tile past `n`.
