@@ -12,25 +12,12 @@
 use crate::bin_summary::{BinSummary, FineLayout};
 use crate::index::state::{IndexState, ValueOf};
 use crate::log::record::for_each_bytes;
+use crate::schema::read_raw;
 
 /// Largest regular range (`n_bins · interval` values) counted value by
 /// value: 4 MiB of counts. A wider narrow index (over 65,536 bins of 16)
 /// takes the per-bin way.
 const BY_VALUE_MAX: u64 = 1 << 20;
-
-/// The little-endian unsigned integer of `W` bytes at `offset` of a
-/// record, 0 when the record is too short (as [`IndexState::value`]).
-#[inline(always)]
-fn fixed<const W: usize>(record: &[u8], offset: usize) -> u64 {
-    let mut a = [0u8; 8];
-    match record.get(offset..offset.wrapping_add(W)) {
-        Some(b) if W <= 8 => {
-            a[..W].copy_from_slice(b);
-            u64::from_le_bytes(a)
-        }
-        _ => 0,
-    }
-}
 
 /// Scratch space for summarising chunks. Every count and accumulator is
 /// back to empty after each chunk, so one scratch space serves chunks of
@@ -66,18 +53,19 @@ impl Summariser {
         count: u32,
         out: &mut Vec<BinSummary>,
     ) -> Result<(), String> {
-        // The field's width is fixed per index: chosen once here, not per
-        // record (a per-record match is an indirect jump in the hot loop).
+        // The field's width is fixed per index: passed here as a constant,
+        // `read_raw`'s match on it folds away instead of being an indirect
+        // jump per record in the hot loop.
         let chunk = (payload, count);
         match state.value_of {
             ValueOf::Field { offset, width: 8 } => {
-                self.summarise_with(state, chunk, out, |b| fixed::<8>(b, offset))
+                self.summarise_with(state, chunk, out, |b| read_raw(b, offset, 8).unwrap_or(0))
             }
             ValueOf::Field { offset, width: 4 } => {
-                self.summarise_with(state, chunk, out, |b| fixed::<4>(b, offset))
+                self.summarise_with(state, chunk, out, |b| read_raw(b, offset, 4).unwrap_or(0))
             }
             ValueOf::Field { offset, width: 2 } => {
-                self.summarise_with(state, chunk, out, |b| fixed::<2>(b, offset))
+                self.summarise_with(state, chunk, out, |b| read_raw(b, offset, 2).unwrap_or(0))
             }
             _ => self.summarise_with(state, chunk, out, |b| state.value(b)),
         }
@@ -175,7 +163,8 @@ impl Summariser {
                 Some(c) if k < span as u64 => {
                     if *c == 0 {
                         // A value first seen in this chunk: its bin may be too.
-                        let q = (k / width) as usize;
+                        // `v` is in the regular range, so its bin is 1 or more.
+                        let q = state.bins.bin_of(v) as usize - 1;
                         if let Some(w) = seen.get_mut(q / 64) {
                             if *w & (1 << (q % 64)) == 0 {
                                 *w |= 1 << (q % 64);
