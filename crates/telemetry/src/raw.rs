@@ -128,6 +128,42 @@ pub fn shift_event_times(payload: &mut [u8], delta: u64) {
     }
 }
 
+/// Appends to `out` the byte offset, within `payload` (wire form: tag byte
+/// and encoding each), of every record's event time (a little-endian u64);
+/// stops at the first unknown tag, at a cut record, or at an offset past
+/// `u32::MAX`. A sender that shifts the same payload by a new delta again
+/// and again (a replay's loops) finds the fields once this way instead of
+/// parsing every record's tag on every pass.
+pub fn event_time_offsets(payload: &[u8], out: &mut Vec<u32>) {
+    let mut off = 0;
+    while let Some(kind) = payload.get(off).and_then(|&t| Kind::from_tag(t)) {
+        let end = off + 1 + kind.encoded_len();
+        let Ok(at) = u32::try_from(off + 1 + event_time_offset(kind)) else {
+            break;
+        };
+        if end > payload.len() {
+            break;
+        }
+        out.push(at);
+        off = end;
+    }
+}
+
+/// Adds `delta` (saturating) to the u64 at each of `offsets` in `payload`
+/// (found by [`event_time_offsets`], less `base`: the first byte of
+/// `payload` within what they were found in); an offset out of range is
+/// skipped.
+#[inline]
+pub fn shift_at_offsets(payload: &mut [u8], base: usize, offsets: &[u32], delta: u64) {
+    for &o in offsets {
+        let at = (o as usize).wrapping_sub(base);
+        if let Some(b) = payload.get_mut(at..at.wrapping_add(8)) {
+            let t = u64_at(b, 0).saturating_add(delta);
+            b.copy_from_slice(&t.to_le_bytes());
+        }
+    }
+}
+
 /// What picks a record's source, read from its encoding: the kind and, for
 /// KV ops and syscalls, the sub-key. Small and `Copy`, so an endpoint can map
 /// it to its declared source without hashing a tag per record.
@@ -313,6 +349,31 @@ mod tests {
             shift_event_time(r.kind(), &mut body, 12_345);
             assert_eq!(Record::decode(r.kind(), &body).unwrap(), r.shifted(12_345));
         }
+    }
+
+    /// Shifting at offsets found once equals shifting record by record,
+    /// for the whole payload and for a part of it; a cut payload yields
+    /// offsets of its whole records only.
+    #[test]
+    fn shifting_at_found_offsets_equals_shifting_by_tags() {
+        let mut payload = Vec::new();
+        Batch::new(0, sample()).encode_payload_into(&mut payload);
+        let mut offsets = Vec::new();
+        event_time_offsets(&payload, &mut offsets);
+        assert_eq!(offsets.len(), sample().len());
+        let mut want = payload.clone();
+        shift_event_times(&mut want, 777);
+        let mut got = payload.clone();
+        shift_at_offsets(&mut got, 0, &offsets, 777);
+        assert_eq!(got, want);
+        // The records from the 10th on, shifted as their own slice.
+        let from = records(&payload).take(10).map(|(_, b)| b.len() + 1).sum::<usize>();
+        let mut part = payload[from..].to_vec();
+        shift_at_offsets(&mut part, from, &offsets[10..], 777);
+        assert_eq!(part, want[from..]);
+        let mut cut = Vec::new();
+        event_time_offsets(&payload[..from + 3], &mut cut);
+        assert_eq!(cut, offsets[..10]);
     }
 
     #[test]
