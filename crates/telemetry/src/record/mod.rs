@@ -48,7 +48,7 @@ pub enum Kind {
 
 impl Kind {
     /// The kind for a payload tag byte, or `None` if the tag is unknown.
-    pub fn from_tag(tag: u8) -> Option<Kind> {
+    pub const fn from_tag(tag: u8) -> Option<Kind> {
         match tag {
             1 => Some(Kind::KvOp),
             2 => Some(Kind::Syscall),
@@ -62,7 +62,7 @@ impl Kind {
     }
 
     /// Encoded size in bytes of one record of this kind (without the tag byte).
-    pub fn encoded_len(self) -> usize {
+    pub const fn encoded_len(self) -> usize {
         match self {
             Kind::KvOp => KvOp::ENCODED_LEN,
             Kind::Syscall => Syscall::ENCODED_LEN,
