@@ -142,7 +142,9 @@ impl Encoder {
         self.ts.reserve(n);
         let stride = (n.div_ceil(32) * 32) + 16;
         self.stride = stride;
-        self.words.clear();
+        // Not cleared, only sized: `rows` writes every value read back
+        // (each lane's first `n`), so zeroing a chunk's worth of lanes per
+        // chunk (a `memset` as large as the payload) bought nothing.
         self.words.resize(lanes * stride, 0);
         self.tile.clear();
         self.tile.resize(lanes * TILE, 0);
