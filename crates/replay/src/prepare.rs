@@ -103,7 +103,7 @@ impl Prepared {
             if let (Some(bytes), Some(times)) =
                 (frame.get_mut(at..), self.times.get(b.times.0..b.times.1))
             {
-                raw::shift_at_offsets(bytes, 0, times, delta);
+                raw::shift_at_offsets(bytes, times, delta);
             }
         }
     }

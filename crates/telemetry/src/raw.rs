@@ -170,10 +170,16 @@ pub fn event_time(kind: Kind, body: &[u8]) -> u64 {
 /// place, like [`Record::shifted`]; does nothing if `body` is short.
 #[inline]
 pub fn shift_event_time(kind: Kind, body: &mut [u8], delta: u64) {
-    let off = event_time_offset(kind);
-    if let Some(b) = body.get_mut(off..off + 8) {
-        let t = u64_at(b, 0).saturating_add(delta);
-        b.copy_from_slice(&t.to_le_bytes());
+    add_at(body, event_time_offset(kind), delta);
+}
+
+/// Adds `delta` (saturating) to the little-endian u64 at `at`; does nothing
+/// if `b` is short there.
+#[inline]
+fn add_at(b: &mut [u8], at: usize, delta: u64) {
+    if let Some(v) = b.get_mut(at..at.wrapping_add(8)) {
+        let t = u64_at(v, 0).saturating_add(delta);
+        v.copy_from_slice(&t.to_le_bytes());
     }
 }
 
@@ -213,17 +219,11 @@ pub fn event_time_offsets(payload: &[u8], out: &mut Vec<u32>) {
 }
 
 /// Adds `delta` (saturating) to the u64 at each of `offsets` in `payload`
-/// (found by [`event_time_offsets`], less `base`: the first byte of
-/// `payload` within what they were found in); an offset out of range is
-/// skipped.
+/// (found by [`event_time_offsets`]); an offset out of range is skipped.
 #[inline]
-pub fn shift_at_offsets(payload: &mut [u8], base: usize, offsets: &[u32], delta: u64) {
+pub fn shift_at_offsets(payload: &mut [u8], offsets: &[u32], delta: u64) {
     for &o in offsets {
-        let at = (o as usize).wrapping_sub(base);
-        if let Some(b) = payload.get_mut(at..at.wrapping_add(8)) {
-            let t = u64_at(b, 0).saturating_add(delta);
-            b.copy_from_slice(&t.to_le_bytes());
-        }
+        add_at(payload, o as usize, delta);
     }
 }
 
@@ -455,7 +455,7 @@ mod tests {
         let mut want = payload.clone();
         shift_event_times(&mut want, 777);
         let mut got = payload.clone();
-        shift_at_offsets(&mut got, 0, &offsets, 777);
+        shift_at_offsets(&mut got, &offsets, 777);
         assert_eq!(got, want);
         // The records from the 10th on, shifted as their own slice.
         let from = records(&payload)
@@ -463,7 +463,8 @@ mod tests {
             .map(|(_, b)| b.len() + 1)
             .sum::<usize>();
         let mut part = payload[from..].to_vec();
-        shift_at_offsets(&mut part, from, &offsets[10..], 777);
+        let rebased: Vec<u32> = offsets[10..].iter().map(|&o| o - from as u32).collect();
+        shift_at_offsets(&mut part, &rebased, 777);
         assert_eq!(part, want[from..]);
         let mut cut = Vec::new();
         event_time_offsets(&payload[..from + 3], &mut cut);
