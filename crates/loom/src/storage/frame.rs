@@ -203,16 +203,19 @@ impl FrameHeader {
             .get(FRAME_HEADER..self.frame_len())
             .ok_or("frame body cut off")?;
         let payload_len = self.chunk.len as usize - HEADER_LEN;
-        let payload = codec::decode(self.codec, body, payload_len, self.chunk.count)?;
-        let mut chunk = vec![0u8; HEADER_LEN + payload.len()];
-        let crc = self.chunk.write(&mut chunk[..HEADER_LEN], &payload);
+        // The payload is rebuilt in place after room for the header: one
+        // buffer, no copy.
+        let mut chunk = Vec::with_capacity(HEADER_LEN + payload_len);
+        chunk.resize(HEADER_LEN, 0);
+        codec::decode_into(self.codec, body, payload_len, self.chunk.count, &mut chunk)?;
+        let (head, payload) = chunk.split_at_mut(HEADER_LEN);
+        let crc = self.chunk.write(head, payload);
         if crc != self.chunk.crc {
             return Err(format!(
                 "decoded chunk checksum mismatch (stored {:#010x}, computed {crc:#010x})",
                 self.chunk.crc
             ));
         }
-        chunk[HEADER_LEN..].copy_from_slice(&payload);
         Ok(chunk)
     }
 }

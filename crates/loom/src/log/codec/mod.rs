@@ -132,35 +132,167 @@ impl<'a> Columns<'a> {
         Ok(s)
     }
 
-    /// `n` values of byte planes no wider than `max_width`, into `out`.
-    fn planes(&mut self, n: usize, max_width: u8, out: &mut Vec<u64>) -> Result<(), String> {
+    /// Calls `put(i, value)` for each of the `n` values of one column of
+    /// byte planes no wider than `max_width`: the planes are read where they
+    /// lie, one pass per column, with no buffer of values between.
+    #[inline(always)]
+    fn each_value(
+        &mut self,
+        n: usize,
+        max_width: u8,
+        mut put: impl FnMut(usize, u64),
+    ) -> Result<(), String> {
         let width = self.byte()?;
         if width > max_width {
             return Err(format!("plane width {width} above {max_width}"));
         }
-        out.clear();
-        out.resize(n, 0);
-        for b in 0..width {
-            let plane = self.take(n)?;
-            let shift = 8 * u32::from(b);
-            for (v, &x) in out.iter_mut().zip(plane) {
-                *v |= u64::from(x) << shift;
+        let size = n
+            .checked_mul(usize::from(width))
+            .ok_or("column size overflows")?;
+        let planes = self.take(size)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let p = |b: usize| &planes[b * n..(b + 1) * n];
+        match width {
+            0 => (0..n).for_each(|i| put(i, 0)),
+            1 => {
+                for (i, &a) in p(0).iter().enumerate() {
+                    put(i, u64::from(a));
+                }
+            }
+            2 => {
+                for (i, (&a, &b)) in p(0).iter().zip(p(1)).enumerate() {
+                    put(i, u64::from(a) | u64::from(b) << 8);
+                }
+            }
+            3 => {
+                for (i, ((&a, &b), &c)) in p(0).iter().zip(p(1)).zip(p(2)).enumerate() {
+                    put(i, u64::from(a) | u64::from(b) << 8 | u64::from(c) << 16);
+                }
+            }
+            4 => {
+                let planes = p(0).iter().zip(p(1)).zip(p(2)).zip(p(3));
+                for (i, (((&a, &b), &c), &d)) in planes.enumerate() {
+                    let v = u32::from_le_bytes([a, b, c, d]);
+                    put(i, u64::from(v));
+                }
+            }
+            _ => {
+                for i in 0..n {
+                    let v = planes
+                        .chunks_exact(n)
+                        .enumerate()
+                        .fold(0u64, |v, (b, plane)| v | u64::from(plane[i]) << (8 * b));
+                    put(i, v);
+                }
             }
         }
         Ok(())
     }
+
+    /// `n` values of byte planes no wider than `max_width`, into `out`.
+    fn values_into(&mut self, n: usize, max_width: u8, out: &mut Vec<u64>) -> Result<(), String> {
+        out.clear();
+        out.reserve(n);
+        self.each_value(n, max_width, |_, v| out.push(v))
+    }
 }
 
-/// Rebuilds the payload of a chunk from a frame body. `payload_len` and
-/// `count` come from the frame header; nothing larger than
-/// `payload_len` (plus one column buffer of that size) is allocated, and a
-/// body that does not rebuild exactly `payload_len` bytes is an error.
+/// What a reading thread keeps from one chunk's decoding to the next: its
+/// zstd context (making one per chunk, allocating and clearing its tables,
+/// took a tenth of a no-index scan's time) and the column buffers (a fresh
+/// 64 KiB buffer per chunk, and the page faults behind it, took another
+/// tenth).
+#[derive(Default)]
+struct DecodeState {
+    zstd: Option<zstd::bulk::Decompressor<'static>>,
+    cols: Vec<u8>,
+    deltas: Vec<u64>,
+    starts: Vec<usize>,
+}
+
+thread_local! {
+    static DECODE_STATE: std::cell::RefCell<DecodeState> =
+        std::cell::RefCell::new(DecodeState::default());
+}
+
+impl DecodeState {
+    /// Runs `f` with this thread's state (a fresh one if it is in use).
+    fn with<R>(f: impl FnOnce(&mut DecodeState) -> Result<R, String>) -> Result<R, String> {
+        DECODE_STATE.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut state) => f(&mut state),
+            Err(_) => f(&mut DecodeState::default()),
+        })
+    }
+
+    fn zstd(&mut self) -> Result<&mut zstd::bulk::Decompressor<'static>, String> {
+        if self.zstd.is_none() {
+            self.zstd = Some(zstd::bulk::Decompressor::new().map_err(|e| format!("zstd: {e}"))?);
+        }
+        self.zstd
+            .as_mut()
+            .ok_or_else(|| "no zstd context".to_string())
+    }
+}
+
+/// zstd `body` appended to `out`: at most `limit` bytes, or an error (and
+/// `out` as it was). It allocates no more than `limit` bytes; the output
+/// goes straight into `out`'s spare room, never zero-filled first.
+fn decompress_into(
+    zstd: &mut zstd::bulk::Decompressor<'static>,
+    body: &[u8],
+    limit: usize,
+    out: &mut Vec<u8>,
+) -> Result<usize, String> {
+    let start = out.len();
+    out.reserve(limit);
+    let mut dst = std::io::Cursor::new(&mut *out);
+    dst.set_position(start as u64);
+    // The spare room may be larger than `limit` (a buffer kept from a
+    // larger chunk): more than `limit` bytes is refused after the fact.
+    match zstd.decompress_to_buffer(body, &mut dst) {
+        Ok(n) if n <= limit && out.len() == start + n => Ok(n),
+        Ok(n) => {
+            out.truncate(start);
+            Err(format!(
+                "zstd body holds {n} bytes, at most {limit} expected"
+            ))
+        }
+        Err(e) => {
+            out.truncate(start);
+            Err(format!("zstd: {e}"))
+        }
+    }
+}
+
+/// Rebuilds the payload of a chunk from a frame body, into a new vector.
+/// `payload_len` and `count` come from the frame header; see
+/// [`decode_into`].
 pub(crate) fn decode(
     codec: Codec,
     body: &[u8],
     payload_len: usize,
     count: u32,
 ) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(payload_len);
+    decode_into(codec, body, payload_len, count, &mut out)?;
+    Ok(out)
+}
+
+/// Rebuilds the payload of a chunk from a frame body, appended to `out`
+/// (what `out` holds before is left alone: a caller puts the chunk header
+/// there). `payload_len` and `count` come from the frame header; nothing
+/// larger than `payload_len` is allocated (besides this thread's column
+/// buffer of at most that size), and a body that does not rebuild exactly
+/// `payload_len` bytes is an error.
+pub(crate) fn decode_into(
+    codec: Codec,
+    body: &[u8],
+    payload_len: usize,
+    count: u32,
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
     match codec {
         Codec::Stored => {
             if body.len() != payload_len {
@@ -169,88 +301,79 @@ pub(crate) fn decode(
                     body.len()
                 ));
             }
-            Ok(body.to_vec())
+            out.extend_from_slice(body);
+            Ok(())
         }
-        Codec::Columns => {
-            let cols = decompress(body, payload_len)?;
-            rebuild(&cols, payload_len, count)
-        }
-        Codec::Zstd => {
-            let payload = decompress(body, payload_len)?;
-            if payload.len() != payload_len {
-                return Err(format!(
-                    "zstd body of {} bytes, header says {payload_len}",
-                    payload.len()
-                ));
+        Codec::Columns => DecodeState::with(|s| {
+            let DecodeState {
+                zstd,
+                cols,
+                deltas,
+                starts,
+            } = s;
+            cols.clear();
+            let zstd = match zstd {
+                Some(z) => z,
+                None => {
+                    zstd.insert(zstd::bulk::Decompressor::new().map_err(|e| format!("zstd: {e}"))?)
+                }
+            };
+            decompress_into(zstd, body, payload_len, cols)?;
+            rebuild(cols, payload_len, count, deltas, starts, out)
+        }),
+        Codec::Zstd => DecodeState::with(|s| {
+            let n = decompress_into(s.zstd()?, body, payload_len, out)?;
+            if n != payload_len {
+                out.truncate(out.len() - n);
+                return Err(format!("zstd body of {n} bytes, header says {payload_len}"));
             }
-            Ok(payload)
-        }
+            Ok(())
+        }),
     }
 }
 
-thread_local! {
-    /// One zstd decompression context per reading thread: making one per
-    /// chunk (allocating and clearing its tables) took a tenth of a
-    /// no-index scan's time.
-    static DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
-        const { std::cell::RefCell::new(None) };
-}
-
-/// zstd `body` into at most `capacity` bytes, through this thread's context.
-fn decompress(body: &[u8], capacity: usize) -> Result<Vec<u8>, String> {
-    DECOMPRESSOR.with(|cell| {
-        let mut slot = cell
-            .try_borrow_mut()
-            .map_err(|_| "zstd context in use".to_string())?;
-        if slot.is_none() {
-            *slot = Some(zstd::bulk::Decompressor::new().map_err(|e| format!("zstd: {e}"))?);
-        }
-        match slot.as_mut() {
-            Some(d) => d
-                .decompress(body, capacity)
-                .map_err(|e| format!("zstd: {e}")),
-            None => Err("no zstd context".into()),
-        }
-    })
-}
-
-fn rebuild(cols: &[u8], payload_len: usize, count: u32) -> Result<Vec<u8>, String> {
+/// The payload rebuilt from its columns, appended to `out`. `deltas` and
+/// `starts` are scratch.
+fn rebuild(
+    cols: &[u8],
+    payload_len: usize,
+    count: u32,
+    deltas: &mut Vec<u64>,
+    starts: &mut Vec<usize>,
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
     let n = count as usize;
     // Every record takes at least two bytes of payload.
     if n == 0 || n.saturating_mul(2) > payload_len {
         return Err(format!("{n} records cannot fill {payload_len} bytes"));
     }
+    let base = out.len();
     let mut c = Columns { b: cols, pos: 0 };
     let kind = c.byte()?;
-    let mut deltas = Vec::new();
-    c.planes(n, 8, &mut deltas)?;
+    deltas.clear();
+    deltas.reserve(n);
     let mut prev_d = 0u64;
-    for d in deltas.iter_mut() {
-        *d = prev_d.wrapping_add(unzigzag(*d) as u64);
-        prev_d = *d;
-    }
-    let mut out = Vec::with_capacity(payload_len);
-    let mut head = [0u8; 20];
-    let mut emit = |out: &mut Vec<u8>, d: u64, rec: &[u8]| -> Result<(), String> {
-        let k = put_varint(&mut head, d);
-        let k = k + put_varint(&mut head[k..], rec.len() as u64);
-        if out.len() + k + rec.len() > payload_len {
-            return Err(format!(
-                "records rebuild past the declared {payload_len} bytes"
-            ));
-        }
-        out.extend_from_slice(&head[..k]);
-        out.extend_from_slice(rec);
-        Ok(())
-    };
+    c.each_value(n, 8, |_, z| {
+        prev_d = prev_d.wrapping_add(unzigzag(z) as u64);
+        deltas.push(prev_d);
+    })?;
     match kind {
-        KIND_FIXED => rebuild_fixed(&mut c, cols, &deltas, payload_len, &mut out)?,
+        KIND_FIXED => rebuild_fixed(&mut c, cols, deltas, payload_len, starts, out)?,
         KIND_VARIABLE => {
             let mut lens = Vec::new();
-            c.planes(n, 4, &mut lens)?;
+            c.values_into(n, 4, &mut lens)?;
+            let mut head = [0u8; 20];
             for (&d, &len) in deltas.iter().zip(&lens) {
                 let rec = c.take(len as usize)?;
-                emit(&mut out, d, rec)?;
+                let k = put_varint(&mut head, d);
+                let k = k + put_varint(&mut head[k..], rec.len() as u64);
+                if out.len() - base + k + rec.len() > payload_len {
+                    return Err(format!(
+                        "records rebuild past the declared {payload_len} bytes"
+                    ));
+                }
+                out.extend_from_slice(&head[..k]);
+                out.extend_from_slice(rec);
             }
         }
         k => return Err(format!("unknown column kind {k}")),
@@ -258,23 +381,24 @@ fn rebuild(cols: &[u8], payload_len: usize, count: u32) -> Result<Vec<u8>, Strin
     if c.pos != cols.len() {
         return Err("columns have trailing bytes".into());
     }
-    if out.len() != payload_len {
+    if out.len() - base != payload_len {
         return Err(format!(
             "records rebuild {} bytes, the header says {payload_len}",
-            out.len()
+            out.len() - base
         ));
     }
-    Ok(out)
+    Ok(())
 }
 
-/// The records of a chunk of fixed-size records: each record's header
-/// (time delta and length varints) goes out first at its place, then the
-/// lanes fill the records' bytes in place (no second copy).
+/// The records of a chunk of fixed-size records, appended to `out`: each
+/// record's header (time delta and length varints) goes out first at its
+/// place, then the lanes fill the records' bytes in place (no second copy).
 fn rebuild_fixed(
     c: &mut Columns<'_>,
     cols: &[u8],
     deltas: &[u64],
     payload_len: usize,
+    starts: &mut Vec<usize>,
     out: &mut Vec<u8>,
 ) -> Result<(), String> {
     let n = deltas.len();
@@ -284,9 +408,12 @@ fn rebuild_fixed(
     c.pos = p;
     let total = len.checked_mul(n).filter(|&t| t <= payload_len);
     total.ok_or_else(|| format!("{n} records of {len} bytes exceed the chunk"))?;
-    out.resize(payload_len, 0);
-    let mut starts = Vec::with_capacity(n);
-    let mut pos = 0usize;
+    let base = out.len();
+    let limit = base + payload_len;
+    out.resize(limit, 0);
+    starts.clear();
+    starts.reserve(n);
+    let mut pos = base;
     for &d in deltas {
         // Straight into the output while a header's most (two
         // varints of 10 bytes) fits; through `head` near the end.
@@ -303,7 +430,7 @@ fn rebuild_fixed(
             k
         };
         let end = pos + k + len;
-        if end > payload_len {
+        if end > limit {
             return Err(format!(
                 "records rebuild past the declared {payload_len} bytes"
             ));
@@ -312,26 +439,22 @@ fn rebuild_fixed(
         pos = end;
     }
     out.truncate(pos);
-    let mut values = Vec::new();
+    // Every `starts[i] + len` is at most `pos`, the output's length, so the
+    // lane writes below stay inside it.
     for lane in 0..len / 4 {
-        let mode = c.byte()?;
-        c.planes(n, 4, &mut values)?;
+        let at = lane * 4;
         let mut put = |i: usize, w: u32| {
-            let at = starts[i] + lane * 4;
-            out[at..at + 4].copy_from_slice(&w.to_le_bytes());
+            let s = starts[i] + at;
+            out[s..s + 4].copy_from_slice(&w.to_le_bytes());
         };
-        match mode {
-            LANE_RAW => {
-                for (i, &v) in values.iter().enumerate() {
-                    put(i, v as u32);
-                }
-            }
+        match c.byte()? {
+            LANE_RAW => c.each_value(n, 4, |i, v| put(i, v as u32))?,
             LANE_DELTA => {
                 let mut prev = 0u32;
-                for (i, &v) in values.iter().enumerate() {
+                c.each_value(n, 4, |i, v| {
                     prev = prev.wrapping_add(unzigzag(v) as i32 as u32);
                     put(i, prev);
-                }
+                })?
             }
             m => return Err(format!("unknown lane mode {m}")),
         }
@@ -340,10 +463,7 @@ fn rebuild_fixed(
         if c.byte()? != LANE_RAW {
             return Err("a tail byte lane is not raw".into());
         }
-        c.planes(n, 1, &mut values)?;
-        for (i, &v) in values.iter().enumerate() {
-            out[starts[i] + off] = v as u8;
-        }
+        c.each_value(n, 1, |i, v| out[starts[i] + off] = v as u8)?;
     }
     Ok(())
 }

@@ -26,6 +26,53 @@ fn round_trip(recs: &[(u64, Vec<u8>)]) -> (Codec, usize) {
     (codec, body.len())
 }
 
+/// `rebuild` into a new vector, with fresh scratch.
+fn rebuilt(cols: &[u8], payload_len: usize, count: u32) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    rebuild(
+        cols,
+        payload_len,
+        count,
+        &mut Vec::new(),
+        &mut Vec::new(),
+        &mut out,
+    )?;
+    Ok(out)
+}
+
+/// `decode_into` appends after what the buffer holds (the chunk header's
+/// room) and leaves it alone; after a large chunk has grown this thread's
+/// buffers, a smaller chunk's declared size is still the limit.
+#[test]
+fn decode_into_appends_and_keeps_each_chunks_limit() {
+    let big: Vec<(u64, Vec<u8>)> = (0..3000)
+        .map(|i| (i * 7, (i as u32).to_le_bytes().repeat(6)))
+        .collect();
+    let small: Vec<(u64, Vec<u8>)> = big[..40].to_vec();
+    let mut enc = Encoder::new(Some(1));
+    for recs in [&big, &small, &big] {
+        let (p, first) = payload(recs);
+        let n = recs.len() as u32;
+        let mut body = Vec::new();
+        let codec = enc.encode(&p, first, n, &mut body);
+        assert_eq!(codec, Codec::Columns);
+        let mut out = vec![0xAB; 48];
+        decode_into(codec, &body, p.len(), n, &mut out).unwrap();
+        assert_eq!(&out[..48], &[0xAB; 48][..]);
+        assert_eq!(&out[48..], &p[..]);
+        // The same body declared one byte shorter does not fit.
+        let mut out = vec![0xAB; 48];
+        assert!(decode_into(codec, &body, p.len() - 1, n, &mut out).is_err());
+        let zbody = zstd::bulk::compress(&p, 1).unwrap();
+        let mut out = vec![1; 3];
+        decode_into(Codec::Zstd, &zbody, p.len(), n, &mut out).unwrap();
+        assert_eq!(&out[3..], &p[..]);
+        let mut out = vec![1; 3];
+        assert!(decode_into(Codec::Zstd, &zbody, p.len() - 1, n, &mut out).is_err());
+        assert_eq!(out, vec![1; 3]);
+    }
+}
+
 #[test]
 fn regular_telemetry_compresses_and_round_trips() {
     let recs: Vec<(u64, Vec<u8>)> = (0..2000u64)
@@ -247,9 +294,9 @@ proptest! {
         let old_cols = old.columns_only(&p, first, count).map(<[u8]>::to_vec);
         prop_assert_eq!(cols.is_some(), old_cols.is_some());
         if let (Some(c), Some(o)) = (&cols, &old_cols) {
-            let back = rebuild(c, p.len(), count);
+            let back = rebuilt(c, p.len(), count);
             prop_assert_eq!(back.as_deref(), Ok(&p[..]));
-            let back = rebuild(o, p.len(), count);
+            let back = rebuilt(o, p.len(), count);
             prop_assert_eq!(back.as_deref(), Ok(&p[..]));
             if n <= 128 {
                 prop_assert_eq!(c, o);
