@@ -22,10 +22,10 @@ storage-bench:
 # loom-app's ablation (no index vs time + range index) in process, then P1, P2
 # and a no-index scan over the last 60 s with `loom query --store`, cold and
 # warm page cache (needs root to drop caches), levels alternated per round.
-#   make storage-queries [QUERIES_ROUNDS=2 QUERIES_LEVELS="3 0"]  -> evaluation-output/storage-queries
+#   make storage-queries [QUERIES_ROUNDS=2 QUERIES_LEVELS="1 0"]  -> evaluation-output/storage-queries
 .PHONY: storage-queries
 storage-queries:
 	$(CARGO_BUILD_ALL) 2>&1 | tail -n 1
 	mkdir -p $(EVAL_OUT)
 	set -o pipefail; RECORDING=$(RECORDING_DIR)/rocksdb-p2 QUERIES_ROUNDS=$(or $(QUERIES_ROUNDS),2) \
-		QUERIES_LEVELS="$(or $(QUERIES_LEVELS),3 0)" bash baselines/storage-bench/queries.sh 2>&1 | tee $(EVAL_OUT)/storage-queries
+		QUERIES_LEVELS="$(or $(QUERIES_LEVELS),1 0)" bash baselines/storage-bench/queries.sh 2>&1 | tee $(EVAL_OUT)/storage-queries

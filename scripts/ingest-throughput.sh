@@ -11,11 +11,17 @@
 #   --no-wait (a fixed offered rate, to check that it is taken with zero drops)
 #   INGEST_TLS=1: the stream is TLS (loom-app --tls-cert/--tls-key, tcp-replay
 #   --tls-ca), with a CA and certificate made here by openssl
+#   INGEST_DISK_WBPS=B: writes to the store's disk are capped at B bytes/s
+#   for the run (e.g. 493000000, the slower disk of docs/chunk-format.md),
+#   by the block layer's throttle at the root of cgroup v1's blkio
+#   hierarchy, which the kernel's writeback goes through too; needs root,
+#   and is removed on exit
 #
 # Prints the processes' own summaries, then one result line:
 #   RESULT connections=C sent=S received=R dropped=D ingested=I wall_s=W
 #          records_per_s=X mb_per_s=Y app_cpu_s=U+S replay_cpu_s=U+S queries=Q
 #          query_ms_median=M load=L1,L5,L15 tls=0|1 chunks=N chunks_raw_to_keep_up=K until_durable_s=T
+#          disk_wbps=B|none
 # until_durable_s: from the senders' start until loom-app exited, every record
 # compressed (or stored raw to keep up) and synced.
 # records_per_s is what loom-app received and did not drop (received - dropped)
@@ -49,6 +55,24 @@ store=${TMP_DATA_DIR:-tmp-data}/ingest-throughput
 rm -rf "$store"
 mkdir -p "$store"
 load=$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' ,)
+THROTTLE_KNOB=/sys/fs/cgroup/blkio/blkio.throttle.write_bps_device
+THROTTLED=""
+if [ -n "${INGEST_DISK_WBPS:-}" ]; then
+    [ -w "$THROTTLE_KNOB" ] || {
+        echo "INGEST_DISK_WBPS needs root and cgroup v1's blkio hierarchy at /sys/fs/cgroup/blkio" \
+            "(cgroup v2 has no throttle at its root: set io.max on a cgroup holding loom-app instead)" >&2
+        exit 1
+    }
+    dev=$(df --output=source "$store" | tail -n 1)
+    # A partition is throttled through the disk that holds it.
+    disk=$(lsblk -no PKNAME "$dev" 2>/dev/null | head -n 1)
+    [ -n "$disk" ] && dev=/dev/$disk
+    THROTTLED=$(lsblk -dno MAJ:MIN "$dev" | tr -d ' ')
+    [ -n "$THROTTLED" ] || { echo "INGEST_DISK_WBPS: no block device found under $store ($dev)" >&2; exit 1; }
+    echo "$THROTTLED $INGEST_DISK_WBPS" >"$THROTTLE_KNOB"
+    trap 'rm -rf "$out"; echo "$THROTTLED 0" >"$THROTTLE_KNOB"' EXIT
+    echo "writes to $dev ($THROTTLED) capped at $INGEST_DISK_WBPS bytes/s for this run"
+fi
 APP_TLS=""
 REPLAY_TLS=""
 if [ -n "${INGEST_TLS:-}" ]; then
@@ -121,6 +145,6 @@ raw_keep_up=$(sed -nE 's/^store compression: .* \(([0-9]+) of them to keep up.*/
 chunks=$(sed -nE 's/^store compression: ([0-9]+) chunks written.*/\1/p' "$out/app.log")
 qmed=NA
 if [ "$queries" -gt 0 ]; then qmed=$(sort -n "$out/query.ms" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'); fi
-printf 'RESULT pace=%s connections=%s sent=%s received=%s dropped=%s ingested=%s wall_s=%s records_per_s=%.0f mb_per_s=%s app_cpu_s=%s replay_cpu_s=%s queries=%s query_ms_median=%s load=%s tls=%s chunks=%s chunks_raw_to_keep_up=%s until_durable_s=%.2f\n' \
-    "${INGEST_SPEED:-no-wait}" "$CONNS" "$sent" "$received" "$dropped" "$ingested" "$wall" "$rate" "$mbps" "$app_cpu" "$replay_cpu" "$queries" "$qmed" "$load" "${INGEST_TLS:-0}" "${chunks:-NA}" "${raw_keep_up:-NA}" "$(echo "$t_done - $t_start" | bc -l)"
+printf 'RESULT pace=%s connections=%s sent=%s received=%s dropped=%s ingested=%s wall_s=%s records_per_s=%.0f mb_per_s=%s app_cpu_s=%s replay_cpu_s=%s queries=%s query_ms_median=%s load=%s tls=%s chunks=%s chunks_raw_to_keep_up=%s until_durable_s=%.2f disk_wbps=%s\n' \
+    "${INGEST_SPEED:-no-wait}" "$CONNS" "$sent" "$received" "$dropped" "$ingested" "$wall" "$rate" "$mbps" "$app_cpu" "$replay_cpu" "$queries" "$qmed" "$load" "${INGEST_TLS:-0}" "${chunks:-NA}" "${raw_keep_up:-NA}" "$(echo "$t_done - $t_start" | bc -l)" "${INGEST_DISK_WBPS:-none}"
 rm -rf "$store"

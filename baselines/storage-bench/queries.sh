@@ -3,7 +3,7 @@
 # side by side (issue 21's query targets; docs/chunk-format.md).
 #
 # For each round and each variant (`--compression-level` QUERIES_LEVELS,
-# default "3 0": format 2 compressed, and the same frames stored raw), one
+# default "1 0": compressed at the engine's default level, and the same frames stored raw), one
 # fresh loom-app takes the recording (RECORDING, default the live P2 one)
 # looped at QUERIES_SPEED x its pace until ablation data is in (120 + 20 + 5
 # s of data), then answers loom-app's ablation questions (no index, time
@@ -23,7 +23,7 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 bin="${CARGO_RELEASE_DIR:-$root/target/release}"
 rec="${RECORDING:-$root/recordings/rocksdb-p2}"
 out="${TMP_DATA_DIR:-$root/tmp-data}/storage-queries"
-levels="${QUERIES_LEVELS:-3 0}"
+levels="${QUERIES_LEVELS:-1 0}"
 rounds="${QUERIES_ROUNDS:-2}"
 speed="${QUERIES_SPEED:-5}"
 [ -f "$rec" ] || { echo "storage-queries: missing $rec (make record-rocksdb-p2)" >&2; exit 1; }

@@ -225,14 +225,15 @@ impl DecodeState {
             Err(_) => f(&mut DecodeState::default()),
         })
     }
+}
 
-    fn zstd(&mut self) -> Result<&mut zstd::bulk::Decompressor<'static>, String> {
-        if self.zstd.is_none() {
-            self.zstd = Some(zstd::bulk::Decompressor::new().map_err(|e| format!("zstd: {e}"))?);
-        }
-        self.zstd
-            .as_mut()
-            .ok_or_else(|| "no zstd context".to_string())
+/// The zstd context in `slot`, made on first use.
+fn context<'a>(
+    slot: &'a mut Option<zstd::bulk::Decompressor<'static>>,
+) -> Result<&'a mut zstd::bulk::Decompressor<'static>, String> {
+    match slot {
+        Some(z) => Ok(z),
+        None => Ok(slot.insert(zstd::bulk::Decompressor::new().map_err(|e| format!("zstd: {e}"))?)),
     }
 }
 
@@ -282,10 +283,12 @@ pub(crate) fn decode(
 
 /// Rebuilds the payload of a chunk from a frame body, appended to `out`
 /// (what `out` holds before is left alone: a caller puts the chunk header
-/// there). `payload_len` and `count` come from the frame header; nothing
-/// larger than `payload_len` is allocated (besides this thread's column
-/// buffer of at most that size), and a body that does not rebuild exactly
-/// `payload_len` bytes is an error.
+/// there). `payload_len` and `count` come from the frame header: `out`
+/// grows by `payload_len` at most, this thread's scratch to at most
+/// `payload_len` bytes of columns and two vectors of one word per record
+/// (`count`, checked against `payload_len` first), and a body that does
+/// not rebuild exactly `payload_len` bytes is an error (`out` then holds
+/// part of a payload after what it held: callers drop it).
 pub(crate) fn decode_into(
     codec: Codec,
     body: &[u8],
@@ -312,17 +315,11 @@ pub(crate) fn decode_into(
                 starts,
             } = s;
             cols.clear();
-            let zstd = match zstd {
-                Some(z) => z,
-                None => {
-                    zstd.insert(zstd::bulk::Decompressor::new().map_err(|e| format!("zstd: {e}"))?)
-                }
-            };
-            decompress_into(zstd, body, payload_len, cols)?;
+            decompress_into(context(zstd)?, body, payload_len, cols)?;
             rebuild(cols, payload_len, count, deltas, starts, out)
         }),
         Codec::Zstd => DecodeState::with(|s| {
-            let n = decompress_into(s.zstd()?, body, payload_len, out)?;
+            let n = decompress_into(context(&mut s.zstd)?, body, payload_len, out)?;
             if n != payload_len {
                 out.truncate(out.len() - n);
                 return Err(format!("zstd body of {n} bytes, header says {payload_len}"));
