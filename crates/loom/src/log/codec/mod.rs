@@ -237,9 +237,36 @@ fn context<'a>(
     }
 }
 
+/// Appends what `write` puts into `out`'s spare room (at least `room`
+/// bytes of it, never zero-filled first: zeroing a chunk-sized output per
+/// chunk was a `memset` in profiles) and returns its length; on an error,
+/// or a length that does not match what `out` now holds, `out` is as it
+/// was.
+fn append_in_spare_room(
+    out: &mut Vec<u8>,
+    room: usize,
+    write: impl FnOnce(&mut std::io::Cursor<&mut Vec<u8>>) -> std::io::Result<usize>,
+) -> Result<usize, String> {
+    let start = out.len();
+    out.reserve(room);
+    let mut dst = std::io::Cursor::new(&mut *out);
+    dst.set_position(start as u64);
+    match write(&mut dst) {
+        Ok(n) if out.len() == start + n => Ok(n),
+        Ok(n) => {
+            let appended = out.len() - start;
+            out.truncate(start);
+            Err(format!("zstd wrote {n} bytes, {appended} appended"))
+        }
+        Err(e) => {
+            out.truncate(start);
+            Err(format!("zstd: {e}"))
+        }
+    }
+}
+
 /// zstd `body` appended to `out`: at most `limit` bytes, or an error (and
-/// `out` as it was). It allocates no more than `limit` bytes; the output
-/// goes straight into `out`'s spare room, never zero-filled first.
+/// `out` as it was). It allocates no more than `limit` bytes.
 fn decompress_into(
     zstd: &mut zstd::bulk::Decompressor<'static>,
     body: &[u8],
@@ -247,24 +274,16 @@ fn decompress_into(
     out: &mut Vec<u8>,
 ) -> Result<usize, String> {
     let start = out.len();
-    out.reserve(limit);
-    let mut dst = std::io::Cursor::new(&mut *out);
-    dst.set_position(start as u64);
+    let n = append_in_spare_room(out, limit, |dst| zstd.decompress_to_buffer(body, dst))?;
     // The spare room may be larger than `limit` (a buffer kept from a
     // larger chunk): more than `limit` bytes is refused after the fact.
-    match zstd.decompress_to_buffer(body, &mut dst) {
-        Ok(n) if n <= limit && out.len() == start + n => Ok(n),
-        Ok(n) => {
-            out.truncate(start);
-            Err(format!(
-                "zstd body holds {n} bytes, at most {limit} expected"
-            ))
-        }
-        Err(e) => {
-            out.truncate(start);
-            Err(format!("zstd: {e}"))
-        }
+    if n > limit {
+        out.truncate(start);
+        return Err(format!(
+            "zstd body holds {n} bytes, at most {limit} expected"
+        ));
     }
+    Ok(n)
 }
 
 /// Rebuilds the payload of a chunk from a frame body, into a new vector.

@@ -59,19 +59,13 @@ impl Packer {
             return false;
         };
         let start = out.len();
-        // zstd writes into the spare capacity after `start` (a cursor over
-        // the vector), so nothing is zeroed first: zero-filling `limit`
-        // bytes per chunk for an output an eighth that size was the
-        // flusher's `memset` in profiles.
-        out.reserve(limit);
-        let mut dst = std::io::Cursor::new(&mut *out);
-        dst.set_position(start as u64);
-        match z.compress_to_buffer(src, &mut dst) {
-            Ok(n) if n < limit && out.len() == start + n => true,
-            _ => {
+        match super::append_in_spare_room(out, limit, |dst| z.compress_to_buffer(src, dst)) {
+            Ok(n) if n < limit => true,
+            Ok(_) => {
                 out.truncate(start);
                 false
             }
+            Err(_) => false,
         }
     }
 }
